@@ -1,0 +1,30 @@
+//! `statecraft-shared`: what every Statecraft operator needs, so that no operator crate
+//! re-implements it. An operator crate holds only what is specific to its system.
+//!
+//! - [`cli`] and [`runner`]: the `run` / `crd` / `rbac` subcommands, health and metrics
+//!   endpoints, graceful shutdown, controllers that run only while [`leader`] holds the Lease.
+//! - [`apply`]: server-side apply with one field manager, and clean-up of orphans.
+//! - [`status`] and [`events`]: standard conditions and one shared Event recorder.
+//! - [`error`]: one error type whose category decides how a failed reconcile is retried.
+//! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
+//! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
+//! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
+//! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
+
+pub mod apply;
+pub mod cli;
+pub mod error;
+pub mod events;
+pub mod finalizer;
+pub mod leader;
+pub mod metrics;
+pub mod rbac;
+pub mod runner;
+pub mod s3;
+pub mod status;
+pub mod upgrade;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::{Error, ErrorCategory, Result};

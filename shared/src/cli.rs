@@ -1,1 +1,149 @@
-//! TODO
+//! The command line every operator binary shares:
+//!
+//! - `run`: run the controllers (leader election on by default);
+//! - `crd`: print the operator's CustomResourceDefinitions as YAML;
+//! - `rbac`: print the ServiceAccount, Role and RoleBinding the operator needs;
+//! - `capabilities`: reserved for the capability crate (not here yet).
+//!
+//! Every flag can also be set from an environment variable (shown in `--help`), which is
+//! how the Deployment in `deploy/` configures the operator.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Parsed command line of an operator binary.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the operator's controllers.
+    Run(RunArgs),
+    /// Print the operator's CustomResourceDefinitions as YAML.
+    Crd,
+    /// Print the ServiceAccount, Role and RoleBinding the operator needs, as YAML.
+    Rbac {
+        /// Namespace the operator is installed in and watches.
+        #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
+        namespace: String,
+    },
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line, for log collectors.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+/// Flags of `run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Namespace to watch (and hold the leader Lease in). The operator's Role is
+    /// namespaced, so it watches exactly one namespace. Defaults to the pod's own namespace.
+    #[arg(long, env = "STATECRAFT_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Address of the Prometheus `/metrics` endpoint.
+    #[arg(long, env = "STATECRAFT_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+
+    /// Address of the `/healthz` and `/readyz` endpoints.
+    #[arg(long, env = "STATECRAFT_HEALTH_ADDR", default_value = "0.0.0.0:8081")]
+    pub health_addr: SocketAddr,
+
+    /// Run controllers only while holding the leader Lease. Turn off only when exactly one
+    /// replica can ever run.
+    #[arg(long, env = "STATECRAFT_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_election: bool,
+
+    /// How long the Lease stays valid after its last renewal.
+    #[arg(long, env = "STATECRAFT_LEADER_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub leader_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it gives up (shorter than the lease).
+    #[arg(long, env = "STATECRAFT_LEADER_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub leader_renew_deadline: Duration,
+
+    /// How often candidates try to acquire, and the leader to renew.
+    #[arg(long, env = "STATECRAFT_LEADER_RETRY_PERIOD", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub leader_retry_period: Duration,
+
+    /// This replica's identity in the Lease. Defaults to the pod name, else host name and pid.
+    #[arg(long, env = "POD_NAME")]
+    pub leader_identity: Option<String>,
+
+    /// Log format.
+    #[arg(long, env = "STATECRAFT_LOG_FORMAT", value_enum, default_value = "json")]
+    pub log_format: LogFormat,
+
+    /// Log filter, in `tracing` syntax (e.g. `info,statecraft_mysql=debug`).
+    #[arg(long, env = "STATECRAFT_LOG", default_value = "info")]
+    pub log_filter: String,
+}
+
+/// Where a pod finds its own namespace.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+impl RunArgs {
+    /// The namespace to watch: the flag, else the pod's namespace.
+    pub fn resolve_namespace(&self) -> crate::Result<String> {
+        if let Some(ns) = &self.namespace {
+            return Ok(ns.clone());
+        }
+        std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+            .map(|s| s.trim().to_string())
+            .map_err(|_| crate::Error::invalid_spec("--namespace", "is required when not running in a pod"))
+    }
+
+    /// The leader-election identity: the flag, else `hostname-pid`.
+    pub fn resolve_identity(&self) -> String {
+        self.leader_identity.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "operator".into());
+            format!("{host}-{}", std::process::id())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_defaults() {
+        let cli = Cli::try_parse_from(["op", "run", "--namespace", "db"]).expect("valid command line");
+        let Command::Run(args) = cli.command else { panic!("expected run") };
+        assert_eq!(args.namespace.as_deref(), Some("db"));
+        assert!(args.leader_election);
+        assert_eq!(args.leader_lease_duration, Duration::from_secs(15));
+        assert_eq!(args.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn flags_parse_durations_and_booleans() {
+        let cli = Cli::try_parse_from([
+            "op", "run", "--leader-election", "false", "--leader-lease-duration", "4s", "--leader-retry-period", "500ms", "--log-format", "text",
+        ])
+        .expect("valid command line");
+        let Command::Run(args) = cli.command else { panic!("expected run") };
+        assert!(!args.leader_election);
+        assert_eq!(args.leader_lease_duration, Duration::from_secs(4));
+        assert_eq!(args.leader_retry_period, Duration::from_millis(500));
+        assert_eq!(args.log_format, LogFormat::Text);
+    }
+
+    #[test]
+    fn bad_flags_are_rejected_with_the_flag_named() {
+        let err = Cli::try_parse_from(["op", "run", "--leader-lease-duration", "soon"]).expect_err("invalid duration");
+        assert!(err.to_string().contains("--leader-lease-duration"), "{err}");
+    }
+}

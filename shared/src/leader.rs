@@ -1,1 +1,223 @@
-//! TODO
+//! Leader election on a `coordination.k8s.io/v1` Lease.
+//!
+//! Operators run with two or more replicas for availability, but only one may act on the
+//! data plane at a time: two operators promoting two different replicas is split brain.
+//! The elector follows client-go's protocol so that it can share a Lease with tools that
+//! know it:
+//!
+//! - The holder renews `renewTime` every `retry_period`. If it cannot renew for
+//!   `renew_deadline` it gives up leadership *before* the lease expires for others
+//!   (`renew_deadline < lease_duration`), so two leaders never overlap.
+//! - A candidate takes the Lease over when it has seen no change to it for
+//!   `lease_duration`. Expiry is judged by the candidate's own monotonic clock from when
+//!   it last saw the record change, never by comparing timestamps written by another
+//!   machine, so clock skew between nodes cannot cause two leaders.
+//! - Every write uses the Lease's `resourceVersion`, so of two candidates racing for an
+//!   expired Lease exactly one succeeds.
+//! - On a clean shutdown the holder releases the Lease, so a standby takes over within one
+//!   retry period instead of waiting for expiry.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::{Error, Result};
+
+/// Timing and identity of one elector.
+#[derive(Debug, Clone)]
+pub struct LeaseConfig {
+    /// Name of the Lease object, one per operator (e.g. `statecraft-mysql`).
+    pub name: String,
+    /// Namespace of the Lease: the namespace the operator watches.
+    pub namespace: String,
+    /// This process's identity, unique among candidates (the pod name).
+    pub identity: String,
+    /// How long a Lease stays valid after its last renewal.
+    pub lease_duration: Duration,
+    /// How long the holder keeps trying to renew before it gives up leadership.
+    pub renew_deadline: Duration,
+    /// How often to try to acquire or renew.
+    pub retry_period: Duration,
+}
+
+impl LeaseConfig {
+    /// Checks the timing rules that keep two leaders from overlapping.
+    pub fn validate(&self) -> Result<()> {
+        if self.renew_deadline >= self.lease_duration {
+            return Err(Error::invalid_spec(
+                "--leader-renew-deadline",
+                "must be shorter than --leader-lease-duration, or two leaders could overlap",
+            ));
+        }
+        if self.retry_period >= self.renew_deadline {
+            return Err(Error::invalid_spec(
+                "--leader-retry-period",
+                "must be shorter than --leader-renew-deadline, or a single slow renewal loses the lease",
+            ));
+        }
+        if self.identity.is_empty() {
+            return Err(Error::invalid_spec("--leader-identity", "must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+/// What the elector last saw of the Lease, and when it saw it change.
+struct Observed {
+    record: (Option<String>, Option<String>), // (holder, renewTime) as written
+    at: Instant,
+}
+
+/// Competes for the Lease and publishes whether this process leads.
+pub struct LeaderElector {
+    api: Api<Lease>,
+    config: LeaseConfig,
+    observed: Option<Observed>,
+}
+
+impl LeaderElector {
+    /// An elector for `config` (call [`LeaseConfig::validate`] first).
+    pub fn new(client: Client, config: LeaseConfig) -> Self {
+        let api = Api::namespaced(client, &config.namespace);
+        LeaderElector { api, config, observed: None }
+    }
+
+    /// Runs until `shutdown` is cancelled or leadership is lost, publishing `true` while
+    /// this process holds the Lease. After losing it the task ends with `false` published:
+    /// the caller must stop acting, because another process may already lead.
+    pub fn spawn(self, shutdown: CancellationToken) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = watch::channel(false);
+        let handle = tokio::spawn(self.run(tx, shutdown));
+        (rx, handle)
+    }
+
+    async fn run(mut self, tx: watch::Sender<bool>, shutdown: CancellationToken) {
+        let mut last_renewal: Option<Instant> = None;
+        loop {
+            let attempt = tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew()).await;
+            let leading = *tx.borrow();
+            match attempt {
+                Ok(Ok(true)) => {
+                    last_renewal = Some(Instant::now());
+                    if !leading {
+                        info!(lease = %self.config.name, identity = %self.config.identity, "acquired leadership");
+                        tx.send_replace(true);
+                    }
+                }
+                Ok(Ok(false)) if leading => {
+                    warn!(lease = %self.config.name, "another process holds the lease: leadership lost");
+                    tx.send_replace(false);
+                    return;
+                }
+                Ok(Ok(false)) => debug!(lease = %self.config.name, "standing by"),
+                Ok(Err(e)) => warn!(lease = %self.config.name, error = %e, "lease update failed"),
+                Err(_) => warn!(lease = %self.config.name, "lease update timed out"),
+            }
+            if leading && last_renewal.is_none_or(|t| t.elapsed() >= self.config.renew_deadline) {
+                warn!(lease = %self.config.name, "could not renew within the renew deadline: leadership lost");
+                tx.send_replace(false);
+                return;
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(self.config.retry_period) => {}
+            }
+        }
+        if *tx.borrow() {
+            tx.send_replace(false);
+            if let Err(e) = self.release().await {
+                warn!(lease = %self.config.name, error = %e, "could not release the lease; a standby takes over when it expires");
+            }
+        }
+    }
+
+    /// One round of the protocol: returns whether this process holds the Lease afterwards.
+    async fn try_acquire_or_renew(&mut self) -> Result<bool> {
+        let now = MicroTime(Timestamp::now());
+        let Some(mut lease) = self.api.get_opt(&self.config.name).await.map_err(|e| Error::kube("reading lease", e))? else {
+            let lease = Lease {
+                metadata: ObjectMeta { name: Some(self.config.name.clone()), ..Default::default() },
+                spec: Some(self.spec(now.clone(), now, 0)),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(false), // another candidate was faster
+                Err(e) => Err(Error::kube("creating lease", e)),
+            };
+        };
+
+        let spec = lease.spec.clone().unwrap_or_default();
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        let record = (holder.clone(), spec.renew_time.as_ref().map(|t| t.0.to_string()));
+        let changed = self.observed.as_ref().is_none_or(|o| o.record != record);
+        if changed {
+            self.observed = Some(Observed { record, at: Instant::now() });
+        }
+        let i_hold = holder.as_deref() == Some(self.config.identity.as_str());
+        let lease_duration = spec
+            .lease_duration_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(self.config.lease_duration, Duration::from_secs);
+        let expired = self.observed.as_ref().is_some_and(|o| o.at.elapsed() >= lease_duration);
+        if holder.is_some() && !i_hold && !expired {
+            return Ok(false);
+        }
+
+        let transitions = spec.lease_transitions.unwrap_or(0);
+        lease.spec = Some(if i_hold {
+            self.spec(spec.acquire_time.unwrap_or_else(|| now.clone()), now, transitions)
+        } else {
+            self.spec(now.clone(), now, transitions + 1)
+        });
+        // `replace` carries the resourceVersion we read: if anyone wrote in between, the API
+        // server answers 409 and we lose this round instead of stealing the Lease.
+        match self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
+            Ok(written) => {
+                let spec = written.spec.unwrap_or_default();
+                self.observed = Some(Observed {
+                    record: (spec.holder_identity, spec.renew_time.map(|t| t.0.to_string())),
+                    at: Instant::now(),
+                });
+                Ok(true)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(Error::kube("updating lease", e)),
+        }
+    }
+
+    fn spec(&self, acquired: MicroTime, renewed: MicroTime, transitions: i32) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: Some(self.config.identity.clone()),
+            lease_duration_seconds: i32::try_from(self.config.lease_duration.as_secs()).ok(),
+            acquire_time: Some(acquired),
+            renew_time: Some(renewed),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        }
+    }
+
+    /// Gives the Lease up so a standby need not wait for it to expire.
+    async fn release(&self) -> Result<()> {
+        let mut lease = self.api.get(&self.config.name).await.map_err(|e| Error::kube("reading lease", e))?;
+        let Some(spec) = lease.spec.as_mut() else { return Ok(()) };
+        if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+            return Ok(());
+        }
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+        self.api
+            .replace(&self.config.name, &PostParams::default(), &lease)
+            .await
+            .map_err(|e| Error::kube("releasing lease", e))?;
+        info!(lease = %self.config.name, "released leadership");
+        Ok(())
+    }
+}

@@ -28,3 +28,8 @@ pub mod upgrade;
 pub mod testing;
 
 pub use error::{Error, ErrorCategory, Result};
+
+// Re-exported so operator crates use the exact versions the library was built with.
+pub use k8s_openapi;
+pub use kube;
+pub use tokio_util;

@@ -31,7 +31,7 @@ import (
 var components = map[string]func() *cobra.Command{
 	"kube-apiserver":          apiserver.NewAPIServerCommand,
 	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
-	"kube-scheduler":          scheduler.NewSchedulerCommand,
+	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
 	"kube-proxy":              proxy.NewProxyCommand,
 	"kubelet":                 func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
 }

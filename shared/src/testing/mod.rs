@@ -4,4 +4,80 @@
 //! and stopped when dropped, so tests never share state.
 
 pub mod apiserver;
+pub mod pki;
 pub mod s3;
+
+use std::path::{Path, PathBuf};
+
+/// Why a test server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A binary the harness needs is not installed.
+    #[error("{binary} not found in {dir}: run `make deps` (scripts/build-kube.sh, scripts/install-s3-server.sh) first")]
+    MissingBinary { binary: String, dir: PathBuf },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Setting up the server failed.
+    #[error("{0}")]
+    Setup(String),
+    /// The server did not become ready in time; the log tail says why.
+    #[error("{server} not ready after {seconds}s; last log lines:\n{log_tail}")]
+    NotReady { server: String, seconds: u64, log_tail: String },
+}
+
+impl HarnessError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        HarnessError::Io { path: path.to_path_buf(), source }
+    }
+}
+
+/// The directory with the binaries built by the project's scripts:
+/// `$STATECRAFT_CACHE/bin`, by default `~/.cache/statecraft/bin`.
+pub fn bin_dir() -> PathBuf {
+    let cache = std::env::var_os("STATECRAFT_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+        home.join(".cache/statecraft")
+    });
+    cache.join("bin")
+}
+
+/// The path of binary `name` in [`bin_dir`], or an error that says how to build it.
+pub fn binary(name: &str) -> Result<PathBuf, HarnessError> {
+    let dir = bin_dir();
+    let path = dir.join(name);
+    if path.exists() { Ok(path) } else { Err(HarnessError::MissingBinary { binary: name.into(), dir }) }
+}
+
+/// A free TCP port on loopback. The port is released before returning, so another process
+/// could take it in between; tests start their servers right away, which keeps that rare.
+pub fn free_port() -> Result<u16, HarnessError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| HarnessError::Setup(format!("binding a free port: {e}")))?;
+    listener.local_addr().map(|a| a.port()).map_err(|e| HarnessError::Setup(format!("local address: {e}")))
+}
+
+/// The last `lines` lines of a log file, for error messages.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Spawns `program` with `args`, its output appended to `log`, killed when dropped.
+pub(crate) fn spawn_logged(program: &Path, args: &[String], log: &Path) -> Result<tokio::process::Child, HarnessError> {
+    let out = std::fs::File::create(log).map_err(|e| HarnessError::io(log, e))?;
+    let err = out.try_clone().map_err(|e| HarnessError::io(log, e))?;
+    tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| HarnessError::io(program, e))
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need, idempotently: Debian packages, then
+# the pinned Kubernetes and etcd binaries (built from their Go modules) and the S3 server
+# used by tests. Safe to run again; each step skips what is already there.
+source "$(dirname "$0")/lib.sh"
+
+APT_PACKAGES=(build-essential pkg-config cmake protobuf-compiler libcurl4-openssl-dev ca-certificates)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
+command -v go >/dev/null || { echo "go not found: install Go 1.24 or newer first" >&2; exit 1; }
+
+"$ROOT/scripts/build-kube.sh"
+"$ROOT/scripts/install-s3-server.sh"

@@ -1,0 +1,403 @@
+//! Runs an operator: the entry point every operator binary's `main` calls.
+//!
+//! `run` does, in order: start `/healthz`, `/readyz` and `/metrics`; wait until the
+//! operator's CRDs are served (listing each kind in the watched namespace succeeds, which
+//! needs no cluster-scoped rights); wait for the leader Lease; run the controllers until
+//! SIGTERM or until the Lease is lost. On SIGTERM the controllers finish their current
+//! reconciles, then the Lease is released so a standby takes over at once. On a lost
+//! Lease the process exits non-zero right away: another replica may already be acting,
+//! and Kubernetes restarts this one as a standby.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+pub mod endpoints;
+
+use crate::apply::ApplyCache;
+use crate::cli::{Cli, Command, LogFormat, RunArgs};
+use crate::error::backoff;
+use crate::events::EventPublisher;
+use crate::leader::{LeaderElector, LeaseConfig};
+use crate::metrics::Metrics;
+use crate::rbac;
+use crate::{Error, ErrorCategory, Result};
+
+/// What an operator binary plugs into the shared runner.
+pub trait Operator: Send + Sync + 'static {
+    /// The operator's name: field manager, Lease name, Event reporter and metric prefix
+    /// (e.g. `statecraft-mysql`).
+    const NAME: &'static str;
+
+    /// The CustomResourceDefinitions the operator serves.
+    fn crds() -> Vec<CustomResourceDefinition>;
+
+    /// The API access the operator's own code needs; the library adds what it needs itself
+    /// (Lease, Events) when rendering the Role.
+    fn rbac_rules() -> Vec<rbac::Rule>;
+
+    /// Runs the operator's controllers until `shutdown` is cancelled.
+    fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Shared state handed to the operator's controllers.
+pub struct Runtime {
+    /// API client.
+    pub client: Client,
+    /// The namespace the operator watches.
+    pub namespace: String,
+    /// The operator's name, used as field manager (see [`Operator::NAME`]).
+    pub field_manager: &'static str,
+    /// This replica's identity.
+    pub identity: String,
+    /// The shared Event publisher.
+    pub events: EventPublisher,
+    /// The shared metrics registry.
+    pub metrics: Arc<Metrics>,
+    /// Remembers applied objects so unchanged applies are skipped.
+    pub apply_cache: ApplyCache,
+    /// Consecutive failures per object, for back-off.
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Runtime {
+    /// Builds the runtime for an operator named `name`.
+    pub fn new(client: Client, namespace: String, name: &'static str, identity: String) -> Result<Self> {
+        let metrics = Metrics::new(name).map_err(|e| Error::Permanent(format!("metrics registry: {e}")))?;
+        Ok(Runtime {
+            events: EventPublisher::new(client.clone(), name, &identity),
+            client,
+            namespace,
+            field_manager: name,
+            identity,
+            metrics: Arc::new(metrics),
+            apply_cache: ApplyCache::default(),
+            failures: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Runs `controller` with `reconcile` until `shutdown`, adding what every controller
+    /// needs: RED metrics per reconcile, a Warning Event for each failed reconcile, and a
+    /// retry policy from the error's category (invalid spec: wait for a change; transient:
+    /// exponential back-off; permanent: retry every five minutes).
+    pub async fn run_controller<K, C, F, Fut>(
+        self: &Arc<Self>,
+        name: &'static str,
+        controller: Controller<K>,
+        ctx: Arc<C>,
+        reconcile: F,
+        shutdown: CancellationToken,
+    ) where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        C: Send + Sync + 'static,
+        F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action>> + Send + 'static,
+    {
+        let runtime = self.clone();
+        let reconcile = Arc::new(reconcile);
+        let wrapped = move |obj: Arc<K>, ctx: Arc<C>| {
+            let runtime = runtime.clone();
+            let reconcile = reconcile.clone();
+            async move {
+                let started = Instant::now();
+                let result = reconcile(obj.clone(), ctx).await;
+                let reason = result.as_ref().err().map(Error::reason);
+                runtime.metrics.observe_reconcile(name, started.elapsed().as_secs_f64(), reason);
+                match &result {
+                    Ok(_) => runtime.record_success(&*obj),
+                    Err(e) => {
+                        warn!(controller = name, object = %obj.name_any(), error = %e, "reconcile failed");
+                        runtime.events.warning(&*obj, e.reason(), "Reconcile", e.to_string()).await;
+                    }
+                }
+                result
+            }
+        };
+        let runtime = self.clone();
+        let policy = move |obj: Arc<K>, err: &Error, _: Arc<C>| runtime.error_action(&*obj, err);
+        controller
+            .graceful_shutdown_on(shutdown.cancelled_owned())
+            .run(wrapped, policy, ctx)
+            .for_each(|res| async move {
+                if let Err(e) = res {
+                    // Watch errors and objects the reconciler failed on are already logged;
+                    // this is the controller machinery's own view, at debug level.
+                    tracing::debug!(controller = name, error = %e, "controller event");
+                }
+            })
+            .await;
+    }
+
+    fn key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+        format!("{}/{}/{}", K::kind(&()), obj.namespace().unwrap_or_default(), obj.name_any())
+    }
+
+    fn record_success<K: Resource<DynamicType = ()>>(&self, obj: &K) {
+        if let Ok(mut f) = self.failures.lock() {
+            f.remove(&Self::key(obj));
+        }
+    }
+
+    /// The retry action for a failed reconcile of `obj`.
+    fn error_action<K: Resource<DynamicType = ()>>(&self, obj: &K, err: &Error) -> Action {
+        let failures = self
+            .failures
+            .lock()
+            .map(|mut f| {
+                let n = f.entry(Self::key(obj)).or_insert(0);
+                *n += 1;
+                *n
+            })
+            .unwrap_or(1);
+        action_for(err.category(), failures)
+    }
+}
+
+/// The retry action for an error of `category` after `failures` consecutive failures.
+pub fn action_for(category: ErrorCategory, failures: u32) -> Action {
+    match category {
+        ErrorCategory::InvalidSpec => Action::await_change(),
+        ErrorCategory::Transient => Action::requeue(backoff(failures.saturating_sub(1))),
+        ErrorCategory::Permanent => Action::requeue(Duration::from_secs(300)),
+    }
+}
+
+/// Parses the command line and runs the subcommand; an operator's `main` is one call.
+pub async fn main<O: Operator>() -> ExitCode {
+    use clap::Parser;
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crd => match crd_yaml(&O::crds()) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        Command::Rbac { namespace } => match rbac_yaml::<O>(&namespace) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        Command::Run(args) => {
+            init_tracing(&args);
+            match run::<O>(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    error!(error = %e, "operator stopped");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn fail(e: Error) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}
+
+/// The CRDs as a multi-document YAML stream.
+pub fn crd_yaml(crds: &[CustomResourceDefinition]) -> Result<String> {
+    let mut out = String::new();
+    for crd in crds {
+        let yaml = serde_yaml::to_string(crd).map_err(|e| Error::Permanent(format!("rendering CRD: {e}")))?;
+        out.push_str("---\n");
+        out.push_str(&yaml);
+    }
+    Ok(out)
+}
+
+/// The operator's ServiceAccount, Role and RoleBinding as YAML.
+pub fn rbac_yaml<O: Operator>(namespace: &str) -> Result<String> {
+    let mut rules = rbac::base_rules();
+    rules.extend(O::rbac_rules());
+    let rendered = rbac::render(&rbac::OperatorRbac { name: O::NAME.into(), namespace: namespace.into(), rules })
+        .map_err(|e| Error::Permanent(format!("RBAC rules of {}: {e}", O::NAME)))?;
+    Ok(rbac::to_yaml(&rendered))
+}
+
+fn init_tracing(args: &RunArgs) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let result = match args.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    if let Err(e) = result {
+        eprintln!("tracing already initialised: {e}");
+    }
+}
+
+/// `run`: see the module documentation.
+pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
+    let namespace = args.resolve_namespace()?;
+    let identity = args.resolve_identity();
+    let lease = LeaseConfig {
+        name: O::NAME.into(),
+        namespace: namespace.clone(),
+        identity: identity.clone(),
+        lease_duration: args.leader_lease_duration,
+        renew_deadline: args.leader_renew_deadline,
+        retry_period: args.leader_retry_period,
+    };
+    if args.leader_election {
+        lease.validate()?;
+    }
+    let client = Client::try_default().await.map_err(|e| Error::kube("connecting to the API server", e))?;
+    let runtime = Arc::new(Runtime::new(client.clone(), namespace.clone(), O::NAME, identity.clone())?);
+    info!(operator = O::NAME, %namespace, %identity, "starting");
+
+    let ready = Arc::new(AtomicBool::new(false));
+    let stop = CancellationToken::new();
+    spawn_signal_handler(stop.clone());
+    endpoints::serve(args.health_addr, args.metrics_addr, ready.clone(), runtime.metrics.clone(), stop.clone()).await?;
+
+    wait_for_crds(&client, &namespace, &O::crds(), &stop).await?;
+    ready.store(true, Ordering::SeqCst);
+    if stop.is_cancelled() {
+        return Ok(());
+    }
+
+    let controllers_stop = stop.child_token();
+    let elector_stop = CancellationToken::new();
+    let mut lost = None;
+    let elector = if args.leader_election {
+        let (mut leading, handle) = LeaderElector::new(client, lease).spawn(elector_stop.clone());
+        info!("waiting for the leader lease");
+        tokio::select! {
+            _ = stop.cancelled() => {
+                elector_stop.cancel();
+                let _ = handle.await;
+                return Ok(());
+            }
+            res = leading.wait_for(|l| *l) => {
+                if res.is_err() {
+                    return Err(Error::Permanent("leader elector stopped".into()));
+                }
+            }
+        }
+        // Stop the controllers the moment leadership is lost.
+        let flag = Arc::new(AtomicBool::new(false));
+        lost = Some(flag.clone());
+        let token = controllers_stop.clone();
+        let releasing = elector_stop.clone();
+        tokio::spawn(async move {
+            let _ = leading.wait_for(|l| !*l).await;
+            // Giving the Lease up on shutdown also publishes `false`; that is not a loss.
+            if !releasing.is_cancelled() {
+                flag.store(true, Ordering::SeqCst);
+                token.cancel();
+            }
+        });
+        Some(handle)
+    } else {
+        None
+    };
+
+    runtime.metrics.set_leader(true);
+    info!("running controllers");
+    let result = O::run_controllers(runtime.clone(), controllers_stop.clone()).await;
+    runtime.metrics.set_leader(false);
+    elector_stop.cancel();
+    if let Some(handle) = elector {
+        let _ = handle.await;
+    }
+    result?;
+    if lost.is_some_and(|f| f.load(Ordering::SeqCst)) {
+        return Err(Error::Permanent("leader lease lost; exiting so that only one replica acts".into()));
+    }
+    info!("stopped cleanly");
+    Ok(())
+}
+
+fn spawn_signal_handler(stop: CancellationToken) {
+    tokio::spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(e) => {
+                    warn!(error = %e, "cannot listen for SIGTERM");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = terminate => info!("SIGTERM: shutting down"),
+            _ = tokio::signal::ctrl_c() => info!("interrupted: shutting down"),
+        }
+        stop.cancel();
+    });
+}
+
+/// Waits until every CRD's kind can be listed in `namespace`: then the CRD is established
+/// and this operator's Role covers it.
+async fn wait_for_crds(client: &Client, namespace: &str, crds: &[CustomResourceDefinition], stop: &CancellationToken) -> Result<()> {
+    for crd in crds {
+        let Some(version) = crd.spec.versions.iter().find(|v| v.storage).or(crd.spec.versions.first()) else {
+            continue;
+        };
+        let resource = ApiResource {
+            group: crd.spec.group.clone(),
+            version: version.name.clone(),
+            api_version: format!("{}/{}", crd.spec.group, version.name),
+            kind: crd.spec.names.kind.clone(),
+            plural: crd.spec.names.plural.clone(),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+        let started = Instant::now();
+        let mut last_log = None::<Instant>;
+        loop {
+            match api.list_metadata(&ListParams::default().limit(1)).await {
+                Ok(_) => {
+                    info!(crd = %crd.name_any(), "CRD is served");
+                    break;
+                }
+                Err(e) => {
+                    if last_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                        warn!(crd = %crd.name_any(), waited_s = started.elapsed().as_secs(), error = %e, "waiting for CRD to be installed and established");
+                        last_log = Some(Instant::now());
+                    }
+                }
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_policy_follows_the_error_category() {
+        assert_eq!(action_for(ErrorCategory::InvalidSpec, 3), Action::await_change());
+        assert_eq!(action_for(ErrorCategory::Transient, 1), Action::requeue(Duration::from_secs(1)));
+        assert_eq!(action_for(ErrorCategory::Transient, 4), Action::requeue(Duration::from_secs(8)));
+        assert_eq!(action_for(ErrorCategory::Permanent, 1), Action::requeue(Duration::from_secs(300)));
+    }
+}

@@ -1,0 +1,419 @@
+//! The shared library against a real kube-apiserver: server-side apply and orphan
+//! clean-up, status conditions, Events, and the controller runner with leader election,
+//! driven through `statecraft-echo-operator` (a minimal operator built from the library).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PersistentVolumeClaim, PersistentVolumeClaimSpec, ServiceAccount, VolumeResourceRequirements,
+};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use statecraft_shared::apply::{ApplyCache, Applier, OrphanPolicy};
+use statecraft_shared::testing::apiserver::ApiServer;
+use tokio::process::{Child, Command};
+
+const OPERATOR: &str = env!("CARGO_BIN_EXE_statecraft-echo-operator");
+const ADMIN: &str = "statecraft-test-admin";
+const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+
+type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+async fn namespace(client: &Client, name: &str) -> TestResult {
+    let ns = Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
+    Ok(())
+}
+
+fn config_map(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        data: Some([("k".to_string(), value.to_string())].into()),
+        ..Default::default()
+    }
+}
+
+fn data(cm: ConfigMap, key: &str) -> Option<String> {
+    cm.data.and_then(|d| d.get(key).cloned())
+}
+
+/// Polls `check` until it returns `Some`, or fails after `timeout` naming `what`.
+async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> TestResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return Ok(v);
+        }
+        if started.elapsed() > timeout {
+            return Err(format!("timed out after {timeout:?} waiting for {what}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn apply_sets_labels_and_owner_then_cleans_up_orphans_but_never_data() -> TestResult {
+    let server = ApiServer::start().await?;
+    let client = server.client().await?;
+    namespace(&client, "apply").await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "apply");
+    let owner = cms.create(&PostParams::default(), &config_map("owner", "x")).await?;
+    let cache = ApplyCache::default();
+
+    // A PVC that belongs to the owner, as a StatefulSet's volume claim would.
+    let mut applier = Applier::new(client.clone(), "statecraft-test", &owner, &cache)?;
+    let pvc = PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some("data-0".into()), ..Default::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some([("storage".into(), Quantity("1Gi".into()))].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    applier.apply(pvc).await?;
+    let a = applier.apply(config_map("child-a", "1")).await?;
+    applier.apply(config_map("child-b", "2")).await?;
+    assert_eq!(a.labels().get("app.kubernetes.io/managed-by").map(String::as_str), Some("statecraft-test"));
+    assert_eq!(a.labels().get("app.kubernetes.io/instance").map(String::as_str), Some("owner"));
+    let refs = a.owner_references();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(Some(refs[0].uid.clone()), owner.uid());
+    assert_eq!(refs[0].controller, Some(true));
+    let manager = a.metadata.managed_fields.as_ref().and_then(|m| m.first()).and_then(|m| m.manager.clone());
+    assert_eq!(manager.as_deref(), Some("statecraft-test"));
+
+    // The next reconcile wants only child-a: child-b goes, the PVC stays.
+    let kinds = [ApiResource::erase::<ConfigMap>(&()), ApiResource::erase::<PersistentVolumeClaim>(&())];
+    let mut applier = Applier::new(client.clone(), "statecraft-test", &owner, &cache)?;
+    applier.apply(config_map("child-a", "1")).await?;
+    let deleted = applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await?;
+    assert_eq!(deleted, vec!["ConfigMap/child-b".to_string()]);
+    assert!(cms.get_opt("child-b").await?.is_none());
+    assert!(cms.get_opt("child-a").await?.is_some());
+    assert!(cms.get_opt("owner").await?.is_some(), "objects without the owner's labels are never touched");
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "apply");
+    assert!(pvcs.get_opt("data-0").await?.is_some(), "PVCs survive clean-up unless asked");
+
+    // Only an explicit opt-in deletes data.
+    let deleted = applier.delete_orphans(&kinds, OrphanPolicy::DeleteData).await?;
+    assert_eq!(deleted, vec!["PersistentVolumeClaim/data-0".to_string()]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn unchanged_apply_sends_no_writes_and_drift_is_corrected() -> TestResult {
+    let server = ApiServer::start().await?;
+    let client = server.client().await?;
+    namespace(&client, "steady").await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "steady");
+    let owner = cms.create(&PostParams::default(), &config_map("owner", "x")).await?;
+    let cache = ApplyCache::default();
+    Applier::new(client.clone(), "statecraft-test", &owner, &cache)?.apply(config_map("child", "1")).await?;
+
+    let writes_before = server.audit_count(ADMIN, WRITE_VERBS)?;
+    for _ in 0..5 {
+        Applier::new(client.clone(), "statecraft-test", &owner, &cache)?.apply(config_map("child", "1")).await?;
+    }
+    assert_eq!(server.audit_count(ADMIN, WRITE_VERBS)?, writes_before, "unchanged applies must not write");
+
+    // Someone edits the child: the next apply restores the operator's fields.
+    let drift = json!({"data": {"k": "tampered"}});
+    cms.patch("child", &PatchParams::default(), &Patch::Merge(&drift)).await?;
+    Applier::new(client.clone(), "statecraft-test", &owner, &cache)?.apply(config_map("child", "1")).await?;
+    assert_eq!(data(cms.get("child").await?, "k").as_deref(), Some("1"));
+
+    // A changed desired object is applied.
+    Applier::new(client.clone(), "statecraft-test", &owner, &cache)?.apply(config_map("child", "2")).await?;
+    assert_eq!(data(cms.get("child").await?, "k").as_deref(), Some("2"));
+    Ok(())
+}
+
+/// Runs the echo operator binary with `args` and returns its standard output.
+fn operator_output(args: &[&str]) -> TestResult<String> {
+    let out = std::process::Command::new(OPERATOR).args(args).output()?;
+    if !out.status.success() {
+        return Err(format!("{args:?} failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Installs the echo operator's CRD from its `crd` subcommand.
+async fn install_crd(client: &Client) -> TestResult {
+    let text = operator_output(&["crd"])?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let crd: CustomResourceDefinition = serde::Deserialize::deserialize(doc)?;
+        let name = crd.name_any();
+        crds.create(&PostParams::default(), &crd).await?;
+        eventually(Duration::from_secs(30), "the CRD to be established", || async {
+            let crd = crds.get_opt(&name).await.ok()??;
+            let conditions = crd.status?.conditions?;
+            conditions.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Installs the echo operator's rendered ServiceAccount, Role and RoleBinding in `ns`, and
+/// returns a kubeconfig that authenticates as that service account: the operator then runs
+/// with exactly the rights its `rbac` subcommand declares.
+async fn install_rbac(server: &ApiServer, client: &Client, ns: &str) -> TestResult<PathBuf> {
+    let text = operator_output(&["rbac", "--namespace", ns])?;
+    let docs: Vec<serde_yaml::Value> =
+        serde_yaml::Deserializer::from_str(&text).map(serde::Deserialize::deserialize).collect::<Result<_, _>>()?;
+    assert_eq!(docs.len(), 3, "ServiceAccount, Role, RoleBinding");
+    let pp = PostParams::default();
+    let sa: ServiceAccount = serde_yaml::from_value(docs[0].clone())?;
+    let role: Role = serde_yaml::from_value(docs[1].clone())?;
+    let binding: RoleBinding = serde_yaml::from_value(docs[2].clone())?;
+    Api::<ServiceAccount>::namespaced(client.clone(), ns).create(&pp, &sa).await?;
+    Api::<Role>::namespaced(client.clone(), ns).create(&pp, &role).await?;
+    Api::<RoleBinding>::namespaced(client.clone(), ns).create(&pp, &binding).await?;
+    Ok(server.kubeconfig_as(&format!("system:serviceaccount:{ns}:statecraft-echo"), &["system:serviceaccounts"])?)
+}
+
+/// Starts one echo operator replica, configured through environment variables as the
+/// Deployment does.
+fn start_operator(kubeconfig: &Path, ns: &str, identity: &str, log: &Path) -> TestResult<Child> {
+    let log = std::fs::File::create(log)?;
+    Ok(Command::new(OPERATOR)
+        .arg("run")
+        .env("KUBECONFIG", kubeconfig)
+        .env("STATECRAFT_NAMESPACE", ns)
+        .env("POD_NAME", identity)
+        .env("STATECRAFT_HEALTH_ADDR", "127.0.0.1:0")
+        .env("STATECRAFT_METRICS_ADDR", "127.0.0.1:0")
+        .env("STATECRAFT_LEADER_LEASE_DURATION", "4s")
+        .env("STATECRAFT_LEADER_RENEW_DEADLINE", "3s")
+        .env("STATECRAFT_LEADER_RETRY_PERIOD", "500ms")
+        .env("STATECRAFT_LOG_FORMAT", "text")
+        .env("STATECRAFT_LOG", "info,kube=warn")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()?)
+}
+
+fn echo(name: &str, message: &str) -> TestResult<DynamicObject> {
+    let value = json!({
+        "apiVersion": "test.statecraft.io/v1alpha1",
+        "kind": "Echo",
+        "metadata": {"name": name},
+        "spec": {"message": message}
+    });
+    Ok(serde_json::from_value(value)?)
+}
+
+fn echo_api(client: &Client, ns: &str) -> Api<DynamicObject> {
+    let ar = ApiResource {
+        group: "test.statecraft.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "test.statecraft.io/v1alpha1".into(),
+        kind: "Echo".into(),
+        plural: "echoes".into(),
+    };
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+/// The `reconciledBy` of an Echo whose Ready condition is True for its current generation.
+async fn ready_by(api: &Api<DynamicObject>, name: &str) -> Option<String> {
+    let obj = api.get_opt(name).await.ok()??;
+    let generation = obj.metadata.generation?;
+    let status = obj.data.get("status")?;
+    let ready = status["conditions"].as_array()?.iter().any(|c| {
+        c["type"] == "Ready" && c["status"] == "True" && c["observedGeneration"].as_i64() == Some(generation)
+    });
+    ready.then(|| status["reconciledBy"].as_str().unwrap_or_default().to_string())
+}
+
+async fn lease_holder(leases: &Api<Lease>) -> Option<String> {
+    leases.get_opt("statecraft-echo").await.ok()??.spec?.holder_identity
+}
+
+#[tokio::test]
+async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestResult {
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    let ns = "leader";
+    namespace(&admin, ns).await?;
+    install_crd(&admin).await?;
+    let kubeconfig = install_rbac(&server, &admin, ns).await?;
+    let logs = log_dir(ns)?;
+
+    let mut first = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
+    // Let op-a take the lease before op-b starts, so the roles are known.
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
+    eventually(Duration::from_secs(60), "op-a to hold the lease", || async {
+        (lease_holder(&leases).await? == "op-a").then_some(())
+    })
+    .await?;
+    let _second = start_operator(&kubeconfig, ns, "op-b", &logs.join("b.log"))?;
+
+    let echoes = echo_api(&admin, ns);
+    for i in 0..3 {
+        echoes.create(&PostParams::default(), &echo(&format!("e{i}"), "hello")?).await?;
+    }
+    for i in 0..3 {
+        let name = format!("e{i}");
+        let by = eventually(Duration::from_secs(30), "echo to be Ready", || ready_by(&echoes, &name)).await?;
+        assert_eq!(by, "op-a", "only the leader reconciles");
+    }
+    // The ConfigMap was made through the shared applier, with the service account's rights only.
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), ns);
+    assert_eq!(data(cms.get("e0-echo").await?, "message").as_deref(), Some("hello"));
+    // `kubectl wait --for=condition=Ready` understands the conditions.
+    let kubectl = statecraft_shared::testing::binary("kubectl")?;
+    let wait = Command::new(kubectl)
+        .args(["wait", "--for=condition=Ready", "echoes.test.statecraft.io/e0", "-n", ns, "--timeout=20s"])
+        .env("KUBECONFIG", server.kubeconfig())
+        .output()
+        .await?;
+    assert!(wait.status.success(), "kubectl wait: {}", String::from_utf8_lossy(&wait.stderr));
+    // Every operation emits an Event.
+    let events: Api<Event> = Api::namespaced(admin.clone(), ns);
+    let applied = events.list(&Default::default()).await?.items.into_iter().filter(|e| {
+        e.reason.as_deref() == Some("Applied") && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("e0")
+    });
+    assert_eq!(applied.count(), 1);
+
+    // Kill the leader without letting it release the lease.
+    first.start_kill()?;
+    first.wait().await?;
+    let killed = Instant::now();
+    let patch = json!({"spec": {"message": "after failover"}});
+    echoes.patch("e1", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    let by = eventually(Duration::from_secs(30), "the standby to reconcile", || ready_by(&echoes, "e1")).await?;
+    let takeover = killed.elapsed();
+    assert_eq!(by, "op-b");
+    assert_eq!(lease_holder(&leases).await.as_deref(), Some("op-b"));
+    // Lease duration (4 s) plus one retry period (0.5 s), plus the reconcile itself.
+    assert!(takeover < Duration::from_secs(6), "takeover took {takeover:?}");
+    println!("leader failover: killed leader -> standby reconciled in {:.2}s", takeover.as_secs_f64());
+    write_result(
+        "leader_failover",
+        json!({"seconds_from_kill_to_first_reconcile": takeover.as_secs_f64(), "lease_duration_s": 4, "retry_period_s": 0.5}),
+    )?;
+    assert_eq!(data(cms.get("e1-echo").await?, "message").as_deref(), Some("after failover"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestResult {
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    let ns = "graceful";
+    namespace(&admin, ns).await?;
+    install_crd(&admin).await?;
+    let kubeconfig = install_rbac(&server, &admin, ns).await?;
+    let logs = log_dir(ns)?;
+    let mut op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
+    let echoes = echo_api(&admin, ns);
+    echoes.create(&PostParams::default(), &echo("e", "hi")?).await?;
+    eventually(Duration::from_secs(60), "echo to be Ready", || ready_by(&echoes, "e")).await?;
+
+    // Steady state: apart from lease renewals, the operator writes nothing.
+    let user = format!("system:serviceaccount:{ns}:statecraft-echo");
+    let writes = |server: &ApiServer| -> TestResult<usize> {
+        let text = std::fs::read_to_string(server.audit_log())?;
+        Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["user"]["username"] == user.as_str())
+            .filter(|e| e["verb"].as_str().is_some_and(|v| WRITE_VERBS.contains(&v)))
+            .filter(|e| e["objectRef"]["resource"] != "leases")
+            .count())
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = writes(&server)?;
+    let reads_before = server.audit_count(&user, &["get"])?;
+    // Touch the object without changing its spec: a reconcile runs and must write nothing.
+    let touch = json!({"metadata": {"labels": {"touched": "yes"}}});
+    echoes.patch("e", &PatchParams::default(), &Patch::Merge(&touch)).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(server.audit_count(&user, &["get"])? > reads_before, "the touch triggered a reconcile");
+    let after = writes(&server)?;
+    assert_eq!(after, before, "reconciling an unchanged object must send no writes");
+    write_result("steady_state_writes", json!({"write_requests_other_than_lease_renewals": after - before, "window_s": 3}))?;
+
+    // SIGTERM: the operator exits 0 and releases the lease.
+    let pid = op.id().ok_or("operator has no pid")?;
+    std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
+    let status = tokio::time::timeout(Duration::from_secs(20), op.wait()).await??;
+    assert!(status.success(), "operator exited with {status}");
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
+    assert_eq!(lease_holder(&leases).await, None, "lease released on shutdown");
+    Ok(())
+}
+
+#[tokio::test]
+async fn invalid_spec_is_reported_in_status_and_as_a_warning_event() -> TestResult {
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    let ns = "invalid";
+    namespace(&admin, ns).await?;
+    install_crd(&admin).await?;
+    let kubeconfig = install_rbac(&server, &admin, ns).await?;
+    let logs = log_dir(ns)?;
+    let _op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
+    let echoes = echo_api(&admin, ns);
+    echoes.create(&PostParams::default(), &echo("bad", "")?).await?;
+    let message = eventually(Duration::from_secs(60), "InvalidSpec condition", || async {
+        let obj = echoes.get_opt("bad").await.ok()??;
+        let conds = obj.data["status"]["conditions"].as_array()?.clone();
+        conds
+            .iter()
+            .find(|c| c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "InvalidSpec")
+            .and_then(|c| c["message"].as_str().map(String::from))
+    })
+    .await?;
+    assert!(message.contains("spec.message"), "the message names the field: {message}");
+    let events: Api<Event> = Api::namespaced(admin.clone(), ns);
+    let warning = eventually(Duration::from_secs(10), "a Warning event", || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.type_.as_deref() == Some("Warning") && e.reason.as_deref() == Some("InvalidSpec"))
+    })
+    .await?;
+    assert!(warning.note.unwrap_or_default().contains("spec.message"));
+
+    // Fixing the spec makes it Ready.
+    let fix = json!({"spec": {"message": "fixed"}});
+    echoes.patch("bad", &PatchParams::default(), &Patch::Merge(&fix)).await?;
+    eventually(Duration::from_secs(30), "Ready after the fix", || ready_by(&echoes, "bad")).await?;
+    Ok(())
+}
+
+/// A directory for the operators' logs that outlives the test, for reading after a failure.
+fn log_dir(test: &str) -> TestResult<PathBuf> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("operator-logs-{test}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Writes a measurement to `results/bench/<name>.json` at the workspace root.
+fn write_result(name: &str, value: serde_json::Value) -> TestResult {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(&value)?)?;
+    Ok(())
+}

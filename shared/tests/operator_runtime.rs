@@ -328,6 +328,13 @@ async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestRes
     let echoes = echo_api(&admin, ns);
     echoes.create(&PostParams::default(), &echo("e", "hi")?).await?;
     eventually(Duration::from_secs(60), "echo to be Ready", || ready_by(&echoes, "e")).await?;
+    let pid = op.id().ok_or("operator has no pid")?;
+    let rss_kib = std::fs::read_to_string(format!("/proc/{pid}/status"))?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()))
+        .ok_or("no VmRSS")?;
+    println!("operator RSS after start and one reconcile: {} KiB", rss_kib);
+    write_result("operator_idle_rss", json!({"rss_kib_after_start_and_first_reconcile": rss_kib, "binary": "statecraft-echo-operator (debug build)"}))?;
 
     // Steady state: apart from lease renewals, the operator writes nothing.
     let user = format!("system:serviceaccount:{ns}:statecraft-echo");
@@ -354,7 +361,6 @@ async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestRes
     write_result("steady_state_writes", json!({"write_requests_other_than_lease_renewals": after - before, "window_s": 3}))?;
 
     // SIGTERM: the operator exits 0 and releases the lease.
-    let pid = op.id().ok_or("operator has no pid")?;
     std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
     let status = tokio::time::timeout(Duration::from_secs(20), op.wait()).await??;
     assert!(status.success(), "operator exited with {status}");

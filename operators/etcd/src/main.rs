@@ -1,37 +1,9 @@
-//! `statecraft-etcd`: the Statecraft etcd operator.
-//!
-//! The shared scaffolding (`run`, `crd`, `rbac`, leader election, endpoints) is in
-//! place; the etcd resources and controllers are not written yet, so `crd` prints nothing
-//! and `run` stops with an error saying so rather than pretending to manage anything.
+//! `statecraft-etcd`: the binary. Everything it does is in the library half and in
+//! `statecraft-shared`.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-
-use statecraft_shared::rbac::Rule;
-use statecraft_shared::runner::{Operator, Runtime};
-use statecraft_shared::{Error, Result};
-use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use statecraft_shared::tokio_util::sync::CancellationToken;
-
-struct EtcdOperator;
-
-impl Operator for EtcdOperator {
-    const NAME: &'static str = "statecraft-etcd";
-
-    fn crds() -> Vec<CustomResourceDefinition> {
-        Vec::new()
-    }
-
-    fn rbac_rules() -> Vec<Rule> {
-        Vec::new()
-    }
-
-    async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(Error::Permanent("the etcd controllers are not implemented yet".into()))
-    }
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    statecraft_shared::runner::main::<EtcdOperator>().await
+    statecraft_shared::runner::main::<statecraft_etcd::EtcdOperator>().await
 }

@@ -1,37 +1,9 @@
-//! `statecraft-kafka`: the Statecraft Kafka operator.
-//!
-//! The shared scaffolding (`run`, `crd`, `rbac`, leader election, endpoints) is in
-//! place; the Kafka resources and controllers are not written yet, so `crd` prints nothing
-//! and `run` stops with an error saying so rather than pretending to manage anything.
+//! `statecraft-kafka`: the binary. Everything it does is in the library half and in
+//! `statecraft-shared`.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-
-use statecraft_shared::rbac::Rule;
-use statecraft_shared::runner::{Operator, Runtime};
-use statecraft_shared::{Error, Result};
-use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use statecraft_shared::tokio_util::sync::CancellationToken;
-
-struct KafkaOperator;
-
-impl Operator for KafkaOperator {
-    const NAME: &'static str = "statecraft-kafka";
-
-    fn crds() -> Vec<CustomResourceDefinition> {
-        Vec::new()
-    }
-
-    fn rbac_rules() -> Vec<Rule> {
-        Vec::new()
-    }
-
-    async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(Error::Permanent("the Kafka controllers are not implemented yet".into()))
-    }
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    statecraft_shared::runner::main::<KafkaOperator>().await
+    statecraft_shared::runner::main::<statecraft_kafka::KafkaOperator>().await
 }

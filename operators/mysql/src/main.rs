@@ -1,37 +1,9 @@
-//! `statecraft-mysql`: the Statecraft MySQL operator.
-//!
-//! The shared scaffolding (`run`, `crd`, `rbac`, leader election, endpoints) is in
-//! place; the MySQL resources and controllers are not written yet, so `crd` prints nothing
-//! and `run` stops with an error saying so rather than pretending to manage anything.
+//! `statecraft-mysql`: the binary. Everything it does is in the library half and in
+//! `statecraft-shared`.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-
-use statecraft_shared::rbac::Rule;
-use statecraft_shared::runner::{Operator, Runtime};
-use statecraft_shared::{Error, Result};
-use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use statecraft_shared::tokio_util::sync::CancellationToken;
-
-struct MysqlOperator;
-
-impl Operator for MysqlOperator {
-    const NAME: &'static str = "statecraft-mysql";
-
-    fn crds() -> Vec<CustomResourceDefinition> {
-        Vec::new()
-    }
-
-    fn rbac_rules() -> Vec<Rule> {
-        Vec::new()
-    }
-
-    async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(Error::Permanent("the MySQL controllers are not implemented yet".into()))
-    }
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    statecraft_shared::runner::main::<MysqlOperator>().await
+    statecraft_shared::runner::main::<statecraft_mysql::MysqlOperator>().await
 }

@@ -15,7 +15,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 #[derive(Debug, thiserror::Error)]
 pub enum S3Error {
     /// The server refused the credentials or the permission (HTTP 403).
-    #[error("bucket {bucket:?} at {endpoint}: access denied ({code}): {message}; check the access key id and secret access key, and the bucket policy")]
+    #[error("bucket {bucket:?} at {endpoint}: access denied ({}); check the access key id, the secret access key and the bucket policy", detail(.code, .message))]
     AccessDenied { bucket: String, endpoint: String, code: String, message: String },
 
     /// The bucket does not exist at this endpoint.
@@ -27,7 +27,7 @@ pub enum S3Error {
     NotFound { bucket: String, endpoint: String, key: String },
 
     /// The server answered with another error.
-    #[error("bucket {bucket:?} at {endpoint}: {operation} failed: HTTP {status}: {code}: {message}")]
+    #[error("bucket {bucket:?} at {endpoint}: {operation} failed: HTTP {status} ({})", detail(.code, .message))]
     Service {
         bucket: String,
         endpoint: String,
@@ -94,6 +94,11 @@ pub enum S3Error {
     /// The Secret with the credentials could not be read or lacks a key.
     #[error("S3 credentials Secret {namespace}/{name}: {message}")]
     Secret { namespace: String, name: String, message: String, transient: bool },
+}
+
+/// "Code: message", or just the code when the server gave no message.
+fn detail(code: &str, message: &str) -> String {
+    if message.is_empty() { code.to_owned() } else { format!("{code}: {message}") }
 }
 
 /// Why a request got no answer from the server.
@@ -204,7 +209,6 @@ impl Target<'_> {
                 let generic = code.is_empty() || code == "NotFound" || code == "Forbidden";
                 if ACCESS_DENIED_CODES.contains(&code.as_str()) || status == 403 {
                     let code = if code.is_empty() { format!("HTTP {status}") } else { code };
-                    let message = if message.is_empty() { "no details given".to_owned() } else { message };
                     return S3Error::AccessDenied { bucket, endpoint, code, message };
                 }
                 if code == "NoSuchBucket" || (generic && status == 404 && self.key.is_none()) {
@@ -215,8 +219,7 @@ impl Target<'_> {
                 {
                     return S3Error::NotFound { bucket, endpoint, key: key.to_owned() };
                 }
-                let code = if code.is_empty() { "(no error code)".to_owned() } else { code };
-                let message = if message.is_empty() { "no details given".to_owned() } else { message };
+                let code = if code.is_empty() { "no error code".to_owned() } else { code };
                 S3Error::Service { bucket, endpoint, operation, status, code, message }
             }
             SdkError::TimeoutError(_) => request(RequestFailure::Timeout, Box::new(err)),
@@ -247,7 +250,11 @@ mod tests {
             code: "InvalidAccessKeyId".into(),
             message: "unknown key".into(),
         };
-        assert!(e.to_string().starts_with("bucket \"x\" at http://127.0.0.1:9000: access denied (InvalidAccessKeyId)"));
+        assert_eq!(
+            e.to_string(),
+            "bucket \"x\" at http://127.0.0.1:9000: access denied (InvalidAccessKeyId: unknown key); \
+             check the access key id, the secret access key and the bucket policy"
+        );
         assert!(!e.is_transient());
     }
 

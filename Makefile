@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:/usr/local/go/bin:$(PATH)
 
-.PHONY: help deps build test test-unit test-kube check crds bench demo fmt clippy clean-cache
+.PHONY: help deps build test check manifests bench demo fmt cluster-up cluster-down e2e images
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -15,8 +15,21 @@ deps: ## install Debian packages, build Kubernetes/etcd from Go modules, install
 build: deps ## build every crate
 	$(CARGO) build --workspace --all-features --locked
 
-test: deps ## install what is needed, then run every test
+test: deps ## install what is needed, then run every test (unit, real API server, real S3, cluster checks)
 	$(CARGO) test --workspace --all-features --locked --no-fail-fast
+	@scripts/test-cluster.sh
+
+images: deps ## build the container images offline (cached)
+	@scripts/build-images.sh
+
+cluster-up: deps ## bring up the local single-node Kubernetes cluster
+	@e2e/cluster/up.sh
+
+cluster-down: ## stop the local cluster and remove everything it made
+	@e2e/cluster/down.sh
+
+e2e: cluster-up ## run the e2e suite on the cluster (E2E_FILTER=<substring> narrows it)
+	$(CARGO) test -p statecraft-e2e --locked --no-fail-fast -- --ignored $(E2E_FILTER)
 
 check: ## formatting and lints
 	$(CARGO) fmt --all --check
@@ -28,8 +41,8 @@ bench: deps ## benchmarks; numbers go to results/bench/
 demo: deps ## what Statecraft can show so far (see README)
 	@scripts/demo.sh
 
-crds: ## regenerate crds/ from each operator's `crd` subcommand
-	@scripts/gen-crds.sh
+manifests: ## regenerate crds/ and deploy/<operator>/ from the operators' `crd` and `manifests` subcommands
+	@scripts/gen-manifests.sh
 
 fmt: ## format the code
 	$(CARGO) fmt --all

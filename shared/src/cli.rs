@@ -3,7 +3,7 @@
 //! - `run`: run the controllers (leader election on by default);
 //! - `crd`: print the operator's CustomResourceDefinitions as YAML;
 //! - `rbac`: print the ServiceAccount, Role and RoleBinding the operator needs;
-//! - `capabilities`: reserved for the capability crate (not here yet).
+//! - `manifests`: print the RBAC and the Deployment that install the operator.
 //!
 //! Every flag can also be set from an environment variable (shown in `--help`), which is
 //! how the Deployment in `deploy/` configures the operator.
@@ -33,6 +33,16 @@ pub enum Command {
         /// Namespace the operator is installed in and watches.
         #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
         namespace: String,
+    },
+    /// Print everything needed to install the operator in a namespace: its RBAC and its
+    /// Deployment (the CRDs come from `crd`, since they are cluster-scoped).
+    Manifests {
+        /// Namespace the operator is installed in and watches.
+        #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
+        namespace: String,
+        /// The operator image; defaults to the one this build ships with.
+        #[arg(long)]
+        image: Option<String>,
     },
 }
 

@@ -9,10 +9,12 @@
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
 //! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
+//! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
 
 pub mod apply;
 pub mod cli;
+pub mod deploy;
 pub mod error;
 pub mod events;
 pub mod finalizer;

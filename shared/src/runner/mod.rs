@@ -195,6 +195,13 @@ pub async fn main<O: Operator>() -> ExitCode {
             }
             Err(e) => fail(e),
         },
+        Command::Manifests { namespace, image } => match manifests_yaml::<O>(&namespace, image.as_deref()) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
         Command::Run(args) => {
             init_tracing(&args);
             match run::<O>(args).await {
@@ -231,6 +238,17 @@ pub fn rbac_yaml<O: Operator>(namespace: &str) -> Result<String> {
     let rendered = rbac::render(&rbac::OperatorRbac { name: O::NAME.into(), namespace: namespace.into(), rules })
         .map_err(|e| Error::Permanent(format!("RBAC rules of {}: {e}", O::NAME)))?;
     Ok(rbac::to_yaml(&rendered))
+}
+
+/// The operator's RBAC and Deployment as YAML: what `deploy/<operator>.yaml` holds.
+pub fn manifests_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result<String> {
+    let image = match image.or_else(|| crate::deploy::default_image(O::NAME)) {
+        Some(image) => image,
+        None => return Err(Error::invalid_spec("--image", format!("no default image for {} in images.env", O::NAME))),
+    };
+    let deployment = crate::deploy::deployment(O::NAME, namespace, image);
+    let yaml = serde_yaml::to_string(&deployment).map_err(|e| Error::Permanent(format!("rendering Deployment: {e}")))?;
+    Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace)?))
 }
 
 fn init_tracing(args: &RunArgs) {

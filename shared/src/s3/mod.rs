@@ -349,6 +349,18 @@ mod tests {
         assert_eq!(store.endpoint(), "https://s3.us-east-1.amazonaws.com");
     }
 
+    /// Operators run transfers in spawned tasks, so the futures must be `Send`.
+    #[test]
+    fn transfer_futures_are_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let location = S3Location::new("bucket", "", S3CredentialsSecretRef::new("s"));
+        let store = S3Store::new(&location, S3Credentials::new("a", "b")).expect("store");
+        assert_send(&store.upload("k", tokio::io::empty()));
+        assert_send(&store.download("k", tokio::io::sink(), None));
+        assert_send(&store.open("k", None));
+        assert_send(&store.apply_retention("", &RetentionPolicy::default(), Utc::now()));
+    }
+
     #[test]
     fn credentials_come_from_the_named_keys_trimmed() {
         use k8s_openapi::ByteString;

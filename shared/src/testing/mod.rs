@@ -1,9 +1,11 @@
 //! Real servers for tests (feature `testing`): [`apiserver`] starts etcd and
 //! kube-apiserver built from their Go modules by `scripts/build-kube.sh`; [`s3`] starts a
 //! real S3 server. Each is started on free loopback ports in its own temporary directory
-//! and stopped when dropped, so tests never share state.
+//! and stopped when dropped, so tests never share state. [`echo`] is the smallest operator
+//! built from the library, which its tests and the cluster checks run.
 
 pub mod apiserver;
+pub mod echo;
 pub mod pki;
 pub mod s3;
 

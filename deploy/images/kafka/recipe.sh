@@ -1,0 +1,59 @@
+# docker.io/apache/kafka: Apache Kafka (KRaft) from Maven Central jars (pom.xml, resolved with
+# mvn dependency:copy-dependencies) on Debian's openjdk-17-jre-headless. Layout like the
+# official image: /opt/kafka/{bin,config,libs}, user kafka = uid/gid 1000 (the official
+# image's appuser is 1000 too), data in /var/lib/kafka/data.
+BASE=debian
+CMD=(/opt/kafka/bin/kafka-server-start /opt/kafka/config/server.properties)
+USER_ID=1000:1000
+WORKDIR=/opt/kafka
+PORTS=(9092/tcp 9093/tcp)
+ENV=(LANG=C.UTF-8 KAFKA_HOME=/opt/kafka)
+IMAGE_PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+KAFKA_LIBS=""
+
+prepare() {
+  local pom="$RECIPE_DIR/pom.xml" v h
+  v="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")"
+  [ "$v" = "$TAG" ] || die "pom.xml has Kafka $v, but the image is tagged $TAG"
+  h="$(inputs_hash "$pom")"
+  KAFKA_LIBS="$OUT/kafka-libs/$v-$h"
+  if [ ! -f "$KAFKA_LIBS/.done" ]; then
+    log "resolving Kafka $v jars from Maven Central"
+    rm -rf "$KAFKA_LIBS"
+    mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS"
+    touch "$KAFKA_LIBS/.done"
+  fi
+  # Every launcher's main class must be in the jars.
+  local classes c jar
+  classes="$(for jar in "$KAFKA_LIBS"/*.jar; do unzip -Z1 "$jar"; done)"
+  for c in kafka.Kafka $(sed -e 's/#.*//' "$RECIPE_DIR/tools" | awk 'NF { print $2 }'); do
+    grep -qxF "$(echo "$c" | tr . /).class" <<<"$classes" || die "Kafka $v jars lack $c (deploy/images/kafka/tools)"
+  done
+}
+
+pre_install() {
+  in_chroot "$ROOTFS" groupadd --gid 1000 kafka
+  in_chroot "$ROOTFS" useradd --uid 1000 --gid 1000 --home-dir /opt/kafka --no-create-home \
+    --shell /usr/sbin/nologin kafka
+}
+
+populate() {
+  local k="$ROOTFS/opt/kafka" name class
+  install -d -m 0755 "$k/bin" "$k/config" "$k/libs"
+  install -m 0644 "$KAFKA_LIBS"/*.jar "$k/libs/"
+  install -m 0755 "$RECIPE_DIR/kafka-run-class" "$RECIPE_DIR/kafka-server-start" "$k/bin/"
+  ln -s kafka-run-class "$k/bin/kafka-run-class.sh"
+  ln -s kafka-server-start "$k/bin/kafka-server-start.sh"
+  sed -e 's/#.*//' "$RECIPE_DIR/tools" | while read -r name class; do
+    [ -n "$name" ] || continue
+    printf '#!/bin/sh\nexec "${KAFKA_HOME:-/opt/kafka}/bin/kafka-run-class" %s "$@"\n' "$class" > "$k/bin/$name"
+    chmod 0755 "$k/bin/$name"
+    ln -s "$name" "$k/bin/$name.sh"
+  done
+  install -m 0644 "$RECIPE_DIR/server.properties" "$RECIPE_DIR/log4j2.properties" \
+    "$RECIPE_DIR/tools-log4j2.properties" "$k/config/"
+  install -d -m 0755 -o 1000 -g 1000 "$ROOTFS/var/lib/kafka" "$ROOTFS/var/lib/kafka/data"
+  # The JVM must start in the image (it needs /proc: in_chroot mounts it).
+  in_chroot "$ROOTFS" java -version 2>&1 | head -n1 >&2
+}

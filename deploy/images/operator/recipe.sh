@@ -1,0 +1,26 @@
+# docker.io/statecraft/statecraft-<name>: one recipe for every operator; $ID is the binary's
+# (and the cargo package's) name. The release binary, linked statically against glibc
+# (+crt-static on x86_64-unknown-linux-gnu; musl is not installed), stripped, as
+# /usr/local/bin/$ID on the static base; entrypoint the binary, CMD run, user 65532.
+BASE=static
+ENTRYPOINT=("/usr/local/bin/$ID")
+CMD=(run)
+USER_ID=65532:65532
+WORKDIR=/home/nonroot
+PORTS=(8080/tcp 8081/tcp)
+INPUTS=("$OUT/bin/$ID")
+
+prepare() {
+  local target=x86_64-unknown-linux-gnu
+  log "$ID: cargo build --release --target $target (static; target dir $OPERATOR_TARGET_DIR)"
+  (cd "$ROOT" && RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$OPERATOR_TARGET_DIR" \
+    cargo build --release --locked --quiet --target "$target" -p "$ID" --bin "$ID")
+  local built="$OPERATOR_TARGET_DIR/$target/release/$ID"
+  file_is_static "$built" || die "$built is not statically linked"
+  strip -o "$OUT/bin/$ID.tmp" "$built"
+  mv "$OUT/bin/$ID.tmp" "$OUT/bin/$ID"
+}
+
+populate() {
+  install -m 0755 "$OUT/bin/$ID" "$ROOTFS/usr/local/bin/$ID"
+}

@@ -1,0 +1,246 @@
+//! Cluster checks: the local cluster (or kind) does what the operators rely on. Each test
+//! uses its own namespace. Run with `make e2e` or, on a running cluster,
+//! `cargo test -p statecraft-e2e --test cluster -- --ignored`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Service};
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use statecraft_e2e::images::image;
+use statecraft_e2e::{Cluster, TestNamespace, wait_until};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn tools() -> Result<&'static str, String> {
+    image("TOOLS_IMAGE").ok_or_else(|| "TOOLS_IMAGE missing from images.env".to_string())
+}
+
+/// A pod spec of the tools image running `script` with `sh -c`.
+fn tools_pod(name: &str, labels: serde_json::Value, script: &str) -> Result<serde_json::Value, String> {
+    Ok(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": tools()?, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script]}]
+        }
+    }))
+}
+
+async fn create<K>(api: &Api<K>, value: serde_json::Value) -> Result<K, Box<dyn std::error::Error>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let obj: K = serde_json::from_value(value)?;
+    Ok(api.create(&PostParams::default(), &obj).await?)
+}
+
+async fn pod_phase(pods: &Api<Pod>, name: &str) -> Option<String> {
+    pods.get_opt(name).await.ok()??.status?.phase
+}
+
+async fn pod_ready(pods: &Api<Pod>, name: &str) -> Option<Pod> {
+    let pod = pods.get_opt(name).await.ok()??;
+    let ready = pod.status.as_ref()?.conditions.as_ref()?.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+    ready.then_some(pod)
+}
+
+/// `kubectl exec` in `pod` of `ns`, returning standard output.
+fn exec(cluster: &Cluster, ns: &str, pod: &str, script: &str) -> Result<String, statecraft_e2e::E2eError> {
+    cluster.kubectl(&["exec", "-n", ns, pod, "--", "sh", "-c", script])
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_node_is_ready() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let nodes = Api::<Node>::all(cluster.client.clone()).list(&Default::default()).await?;
+    assert!(!nodes.items.is_empty(), "the cluster has a node");
+    for node in nodes {
+        let ready = node.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        assert!(ready, "node {} is Ready", node.name_any());
+    }
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_statefulset_pods_resolve_each_other_by_dns() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "dns").await?;
+    let services: Api<Service> = Api::namespaced(cluster.client.clone(), &ns.name);
+    create(&services, json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "peers"},
+        "spec": {"clusterIP": "None", "selector": {"app": "peers"}, "ports": [{"port": 80}], "publishNotReadyAddresses": true}
+    }))
+    .await?;
+    let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), &ns.name);
+    create(&sets, json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "peer"},
+        "spec": {
+            "serviceName": "peers", "replicas": 2, "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "peers"}},
+            "template": {"metadata": {"labels": {"app": "peers"}}, "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "main", "image": tools()?, "imagePullPolicy": "IfNotPresent", "command": ["sleep", "infinity"]}]
+            }}
+        }
+    }))
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let peer1 = wait_until(TIMEOUT, "peer-1 ready", || pod_ready(&pods, "peer-1")).await?;
+    wait_until(TIMEOUT, "peer-0 ready", || pod_ready(&pods, "peer-0")).await?;
+    let peer1_ip = peer1.status.and_then(|s| s.pod_ip).ok_or("peer-1 has no IP")?;
+    let fqdn = format!("peer-1.peers.{}.svc.cluster.local", ns.name);
+    let answer = wait_until(Duration::from_secs(30), "DNS answer for peer-1", || {
+        let out = exec(&cluster, &ns.name, "peer-0", &format!("getent hosts {fqdn}")).ok();
+        async move { out.filter(|o| !o.trim().is_empty()) }
+    })
+    .await?;
+    assert!(answer.starts_with(&peer1_ip), "{fqdn} resolves to peer-1's IP {peer1_ip}: {answer}");
+    ns.pass();
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_clusterip_service_routes_only_to_ready_endpoints() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "svc").await?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    // Two servers behind one Service; only `ready` passes its readiness probe.
+    for (name, probe) in [("ready", "true"), ("unready", "false")] {
+        let mut pod = tools_pod(name, json!({"app": "echo"}), &format!("while true; do echo {name} | nc -l -q 1 -p 8080; done"))?;
+        pod["spec"]["containers"][0]["readinessProbe"] = json!({"exec": {"command": ["sh", "-c", probe]}, "periodSeconds": 1});
+        create(&pods, pod).await?;
+    }
+    create(&pods, tools_pod("client", json!({"app": "client"}), "sleep infinity")?).await?;
+    let services: Api<Service> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let svc = create(&services, json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "echo"},
+        "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": 8080}]}
+    }))
+    .await?;
+    let ip = svc.spec.and_then(|s| s.cluster_ip).ok_or("service has no ClusterIP")?;
+    wait_until(TIMEOUT, "server ready", || pod_ready(&pods, "ready")).await?;
+    wait_until(TIMEOUT, "client ready", || pod_ready(&pods, "client")).await?;
+    // By ClusterIP and by name, ten times: every answer comes from the ready server.
+    let answers = wait_until(Duration::from_secs(30), "answers through the Service", || {
+        let script = format!("for i in 1 2 3 4 5; do nc -w 2 {ip} 80 </dev/null; nc -w 2 echo 80 </dev/null; done");
+        let out = exec(&cluster, &ns.name, "client", &script).ok();
+        async move { out.filter(|o| o.lines().count() == 10) }
+    })
+    .await?;
+    assert!(answers.lines().all(|l| l == "ready"), "only the ready endpoint answers: {answers:?}");
+    ns.pass();
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_pvc_binds_and_its_data_survives_deleting_the_pod() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "pvc").await?;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), &ns.name);
+    create(&claims, json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .await?;
+    wait_until(TIMEOUT, "the PVC to bind through the default StorageClass", || async {
+        let phase = claims.get_opt("data").await.ok()??.status?.phase?;
+        (phase == "Bound").then_some(())
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let with_volume = |name: &str, script: &str| -> Result<serde_json::Value, String> {
+        let mut pod = tools_pod(name, json!({}), script)?;
+        pod["spec"]["restartPolicy"] = json!("Never");
+        pod["spec"]["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]);
+        pod["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+        Ok(pod)
+    };
+    create(&pods, with_volume("writer", "echo survived > /data/marker")?).await?;
+    wait_until(TIMEOUT, "writer to finish", || async { (pod_phase(&pods, "writer").await? == "Succeeded").then_some(()) }).await?;
+    pods.delete("writer", &DeleteParams::default()).await?;
+    wait_until(TIMEOUT, "writer to be gone", || async { pods.get_opt("writer").await.ok()?.is_none().then_some(()) }).await?;
+    create(&pods, with_volume("reader", "cat /data/marker")?).await?;
+    wait_until(TIMEOUT, "reader to finish", || async { (pod_phase(&pods, "reader").await? == "Succeeded").then_some(()) }).await?;
+    let logs = pods.logs("reader", &Default::default()).await?;
+    assert_eq!(logs.trim(), "survived");
+    ns.pass();
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_deleted_statefulset_pod_comes_back_with_the_same_volume() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "sts").await?;
+    let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), &ns.name);
+    create(&sets, json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": "db", "replicas": 1,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "main", "image": tools()?, "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", "[ -f /data/first-uid ] || cat /etc/hostname > /data/first-uid; sleep infinity"],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]
+            }},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+        }
+    }))
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let first = wait_until(TIMEOUT, "db-0 ready", || pod_ready(&pods, "db-0")).await?;
+    exec(&cluster, &ns.name, "db-0", "echo written-before-delete > /data/marker")?;
+    pods.delete("db-0", &DeleteParams::default()).await?;
+    let second = wait_until(TIMEOUT, "db-0 to come back", || async {
+        let pod = pod_ready(&pods, "db-0").await?;
+        (pod.uid() != first.uid()).then_some(pod)
+    })
+    .await?;
+    let claim = |p: &Pod| {
+        p.spec.as_ref().and_then(|s| s.volumes.as_ref()).and_then(|v| v.iter().find_map(|v| v.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone())))
+    };
+    assert_eq!(claim(&second), Some("data-db-0".to_string()));
+    assert_eq!(claim(&first), claim(&second));
+    assert_eq!(exec(&cluster, &ns.name, "db-0", "cat /data/marker")?.trim(), "written-before-delete");
+    ns.pass();
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_service_account_without_rights_gets_403() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "rbac").await?;
+    cluster.kubectl(&["create", "serviceaccount", "nobody", "-n", &ns.name])?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let script = "curl -s -o /dev/null -w '%{http_code}' --cacert /var/run/secrets/kubernetes.io/serviceaccount/ca.crt \
+        -H \"Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)\" \
+        https://kubernetes.default.svc/api/v1/namespaces/$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)/pods";
+    let mut pod = tools_pod("probe", json!({}), script)?;
+    pod["spec"]["serviceAccountName"] = json!("nobody");
+    pod["spec"]["restartPolicy"] = json!("Never");
+    create(&pods, pod).await?;
+    wait_until(TIMEOUT, "probe to finish", || async {
+        let phase = pod_phase(&pods, "probe").await?;
+        (phase == "Succeeded" || phase == "Failed").then_some(())
+    })
+    .await?;
+    let code = pods.logs("probe", &Default::default()).await?;
+    assert_eq!(code.trim(), "403", "an authenticated service account without a Role is forbidden");
+    ns.pass();
+    Ok(())
+}

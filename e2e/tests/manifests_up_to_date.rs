@@ -1,0 +1,33 @@
+//! What users install from the repository must be exactly what the code renders:
+//! `crds/<operator>.yaml` (the `crd` subcommand) and `deploy/<operator>/operator.yaml`
+//! (the `manifests` subcommand). Regenerate both with `make manifests`.
+
+use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
+
+fn same_as_file(file: &str, generated: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file);
+    let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; run `make manifests`", path.display()));
+    assert!(committed == generated, "{file} is stale: run `make manifests` and commit the result");
+}
+
+fn check<O: Operator>(short: &str) {
+    let crds = crd_yaml(&O::crds()).unwrap_or_else(|e| panic!("rendering CRDs of {}: {e}", O::NAME));
+    same_as_file(&format!("crds/{short}.yaml"), &crds);
+    let manifests = manifests_yaml::<O>("statecraft-system", None).unwrap_or_else(|e| panic!("rendering manifests of {}: {e}", O::NAME));
+    same_as_file(&format!("deploy/{short}/operator.yaml"), &manifests);
+}
+
+#[test]
+fn mysql_manifests_are_up_to_date() {
+    check::<statecraft_mysql::MysqlOperator>("mysql");
+}
+
+#[test]
+fn kafka_manifests_are_up_to_date() {
+    check::<statecraft_kafka::KafkaOperator>("kafka");
+}
+
+#[test]
+fn etcd_manifests_are_up_to_date() {
+    check::<statecraft_etcd::EtcdOperator>("etcd");
+}

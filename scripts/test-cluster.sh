@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The cluster part of `make test`: brings the local cluster up (unless it already is),
+# runs the e2e tests that `make test` includes (the cluster checks), and brings the
+# cluster down again if this script brought it up.
+source "$(dirname "$0")/lib.sh"
+source "$ROOT/e2e/cluster/env.sh"
+cd "$ROOT"
+
+started_here=false
+if [ ! -f "$CLUSTER_RUN/up" ]; then
+  started_here=true
+  trap '"$ROOT/e2e/cluster/down.sh"' EXIT
+  "$ROOT/e2e/cluster/up.sh"
+fi
+cargo test -p statecraft-e2e --locked --no-fail-fast --test cluster -- --ignored
+if $started_here; then
+  log "cluster checks done; taking the cluster down"
+fi

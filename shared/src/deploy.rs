@@ -1,0 +1,164 @@
+//! The Deployment an operator runs as, rendered by the library so that every operator is
+//! installed the same way: two replicas with leader election (a standby takes over within
+//! one lease duration), non-root with a read-only root filesystem and no capabilities,
+//! probes on the health endpoints, resource requests and limits, and replicas spread over
+//! nodes. `deploy/<operator>.yaml` is this plus the RBAC, printed by `manifests`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector,
+    PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecurityContext, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+/// The image names of every Statecraft image, from `deploy/images/images.env`.
+const IMAGES_ENV: &str = include_str!("../../deploy/images/images.env");
+
+/// The default image of operator `name` (e.g. `statecraft-mysql`): the `..._IMAGE` entry of
+/// `images.env` whose key is the name in upper case with `_` for `-`.
+pub fn default_image(name: &str) -> Option<&'static str> {
+    let key = format!("{}_IMAGE", name.to_uppercase().replace('-', "_"));
+    IMAGES_ENV.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+const METRICS_PORT: i32 = 8080;
+const HEALTH_PORT: i32 = 8081;
+
+fn field_env(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn probe(path: &str) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction { path: Some(path.into()), port: IntOrString::Int(HEALTH_PORT), ..Default::default() }),
+        period_seconds: Some(10),
+        ..Default::default()
+    }
+}
+
+/// The operator's Deployment in `namespace`, running `image` as service account `name`.
+pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
+    let labels = BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), name.to_string()),
+        ("app.kubernetes.io/part-of".to_string(), "statecraft".to_string()),
+    ]);
+    let quantities = |cpu: &str, memory: &str| {
+        BTreeMap::from([("cpu".to_string(), Quantity(cpu.into())), ("memory".to_string(), Quantity(memory.into()))])
+    };
+    let container = Container {
+        name: "operator".into(),
+        image: Some(image.into()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        args: Some(vec!["run".into()]),
+        env: Some(vec![
+            field_env("POD_NAME", "metadata.name"),
+            field_env("STATECRAFT_NAMESPACE", "metadata.namespace"),
+            EnvVar { name: "STATECRAFT_LEADER_ELECTION".into(), value: Some("true".into()), ..Default::default() },
+        ]),
+        ports: Some(vec![
+            ContainerPort { name: Some("metrics".into()), container_port: METRICS_PORT, ..Default::default() },
+            ContainerPort { name: Some("health".into()), container_port: HEALTH_PORT, ..Default::default() },
+        ]),
+        liveness_probe: Some(probe("/healthz")),
+        readiness_probe: Some(probe("/readyz")),
+        resources: Some(ResourceRequirements {
+            requests: Some(quantities("50m", "64Mi")),
+            limits: Some(BTreeMap::from([("memory".to_string(), Quantity("256Mi".into()))])),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let spread = WeightedPodAffinityTerm {
+        weight: 100,
+        pod_affinity_term: PodAffinityTerm {
+            label_selector: Some(LabelSelector { match_labels: Some(labels.clone()), ..Default::default() }),
+            topology_key: "kubernetes.io/hostname".into(),
+            ..Default::default()
+        },
+    };
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(2),
+            selector: LabelSelector { match_labels: Some(labels.clone()), ..Default::default() },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(labels), ..Default::default() }),
+                spec: Some(PodSpec {
+                    service_account_name: Some(name.into()),
+                    containers: vec![container],
+                    termination_grace_period_seconds: Some(30),
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        run_as_user: Some(65532),
+                        run_as_group: Some(65532),
+                        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
+                        ..Default::default()
+                    }),
+                    affinity: Some(Affinity {
+                        pod_anti_affinity: Some(PodAntiAffinity {
+                            preferred_during_scheduling_ignored_during_execution: Some(vec![spread]),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_images_come_from_images_env() {
+        assert_eq!(default_image("statecraft-mysql"), Some("docker.io/statecraft/statecraft-mysql:dev"));
+        assert_eq!(default_image("no-such-operator"), None);
+    }
+
+    #[test]
+    fn deployment_is_locked_down_and_elects_a_leader() {
+        let d = deployment("statecraft-mysql", "db", "img:1");
+        let spec = d.spec.expect("spec");
+        assert_eq!(spec.replicas, Some(2), "a standby for leader election");
+        let pod = spec.template.spec.expect("pod spec");
+        let c = &pod.containers[0];
+        let sc = c.security_context.as_ref().expect("security context");
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert_eq!(pod.security_context.and_then(|s| s.run_as_non_root), Some(true));
+        let env: Vec<_> = c.env.iter().flatten().map(|e| e.name.as_str()).collect();
+        assert!(env.contains(&"POD_NAME") && env.contains(&"STATECRAFT_LEADER_ELECTION"));
+        assert!(c.liveness_probe.is_some() && c.readiness_probe.is_some());
+        assert!(c.resources.as_ref().and_then(|r| r.limits.as_ref()).is_some());
+        assert_eq!(pod.service_account_name.as_deref(), Some("statecraft-mysql"));
+    }
+}

@@ -28,7 +28,8 @@ cluster-up: deps ## bring up the local single-node Kubernetes cluster
 cluster-down: ## stop the local cluster and remove everything it made
 	@e2e/cluster/down.sh
 
-e2e: cluster-up ## run the e2e suite on the cluster (E2E_FILTER=<substring> narrows it)
+e2e: deps ## run the e2e suite (E2E_FILTER=<substring> narrows it; STATECRAFT_E2E_PROVIDER=kind after e2e/kind/up.sh)
+	@if [ "$${STATECRAFT_E2E_PROVIDER:-local}" = local ]; then e2e/cluster/up.sh; fi
 	$(CARGO) test -p statecraft-e2e --locked --no-fail-fast -- --ignored $(E2E_FILTER)
 
 check: ## formatting and lints

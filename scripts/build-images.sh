@@ -148,7 +148,9 @@ ensure_debian_base() {
   local tar="$OUT/base/debian-$SUITE-minbase.tar" stamp="$OUT/base/debian-$SUITE-minbase.stamp" h
   h="$( { declare -f make_debian_base; echo "$DEBIAN_MIRROR $DEBIAN_SECURITY_MIRROR $SUITE"; } | sha256sum | cut -c1-16)"
   if ! { [ -f "$tar" ] && [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$h" ]; }; then
+    local start=$SECONDS
     make_debian_base "$tar" >&2
+    log "Debian base made in $((SECONDS - start)) s: $(du -m "$tar" | cut -f1) MiB"
     printf '%s\n%s\n' "$h" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$stamp"
   fi
   sha256sum "$stamp" | cut -c1-16
@@ -174,13 +176,15 @@ clean_debian_rootfs() {
   local r="$1"
   rm -f "$r/usr/sbin/policy-rc.d"
   rm -rf "$r"/var/lib/apt/lists/* "$r"/var/cache/apt/* "$r"/var/cache/debconf/*-old \
-    "$r"/var/lib/dpkg/*-old "$r"/tmp/* "$r"/var/tmp/* "$r"/dev/* "$r"/run/* \
+    "$r"/var/lib/dpkg/*-old "$r"/tmp/* "$r"/var/tmp/* "$r"/dev/* \
     "$r"/usr/share/man/* "$r"/usr/share/info/* "$r"/usr/share/locale/* "$r"/usr/share/lintian \
     "$r"/var/cache/ldconfig/aux-cache
   find "$r/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete 2>/dev/null || true
   find "$r/usr/share/doc" -mindepth 1 -type d -empty -delete 2>/dev/null || true
   find "$r/var/log" -type f -delete
   : > "$r/etc/resolv.conf"
+  # The runtime mounts its own /etc/hosts in pods; this one serves everything else.
+  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$r/etc/hosts"
   rm -f "$r/etc/hostname"
   : > "$r/etc/machine-id" 2>/dev/null || true
 }
@@ -197,7 +201,8 @@ pack_image() {
       -cf "$work/layer.tar" -T -)
   umoci init --layout "$layout"
   umoci new --image "$layout:$name"
-  umoci raw add-layer --no-history --image "$layout:$name" "$work/layer.tar"
+  umoci raw add-layer --image "$layout:$name" --history.author statecraft \
+    --history.created_by "scripts/build-images.sh (deploy/images/${RECIPE_DIR##*/})" "$work/layer.tar"
   local args=(--no-history --image "$layout:$name" --author statecraft
     --config.user "$USER_ID" --config.workingdir "$WORKDIR"
     --config.env "PATH=$IMAGE_PATH" --config.label "org.opencontainers.image.title=$name")
@@ -256,7 +261,8 @@ build_image() (
     echo "$NAME $BASE $base_id"
     (cd "$RECIPE_DIR" && find . -type f | LC_ALL=C sort | xargs sha256sum)
     [ ${#INPUTS[@]} -eq 0 ] || sha256sum "${INPUTS[@]}"
-    declare -f clean_debian_rootfs make_static_base pack_image
+    declare -f pack_image
+    case "$BASE" in debian) declare -f clean_debian_rootfs ;; static) declare -f make_static_base ;; esac
     declare -f prepare pre_install populate
     declare -p PACKAGES ENTRYPOINT CMD ENV PORTS USER_ID WORKDIR IMAGE_PATH
   } | sha256sum | cut -c1-16)"

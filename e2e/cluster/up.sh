@@ -98,7 +98,7 @@ daemon kube-scheduler kube-scheduler \
 
 log "containerd"
 sed -e "s|@ROOT@|$CLUSTER_DIR/containerd|; s|@STATE@|$CLUSTER_RUN/containerd|; s|@SOCK@|$CONTAINERD_SOCK|" \
-    -e "s|@CNI_CONF@|$CLUSTER_DIR/cni/net.d|; s|@PAUSE_IMAGE@|$PAUSE_IMAGE|" "$HERE/config/containerd.toml" > "$CLUSTER_DIR/containerd.toml"
+    -e "s|@CNI_CONF@|$CLUSTER_DIR/cni/net.d|; s|@PAUSE_IMAGE@|$PAUSE_IMAGE|; s|@RUNC_ROOT@|$CLUSTER_RUN/runc|" "$HERE/config/containerd.toml" > "$CLUSTER_DIR/containerd.toml"
 daemon containerd containerd --config "$CLUSTER_DIR/containerd.toml"
 wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 CONTAINERD_ADDRESS="$CONTAINERD_SOCK" "$ROOT/scripts/import-images.sh"

@@ -117,7 +117,7 @@ async fn cluster_clusterip_service_routes_only_to_ready_endpoints() -> TestResul
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
     // Two servers behind one Service; only `ready` passes its readiness probe.
     for (name, probe) in [("ready", "true"), ("unready", "false")] {
-        let mut pod = tools_pod(name, json!({"app": "echo"}), &format!("while true; do echo {name} | nc -l -q 1 -p 8080; done"))?;
+        let mut pod = tools_pod(name, json!({"app": "echo"}), &format!("while true; do echo {name} | nc -l -q 0 -p 8080; done"))?;
         pod["spec"]["containers"][0]["readinessProbe"] = json!({"exec": {"command": ["sh", "-c", probe]}, "periodSeconds": 1});
         create(&pods, pod).await?;
     }
@@ -133,7 +133,11 @@ async fn cluster_clusterip_service_routes_only_to_ready_endpoints() -> TestResul
     wait_until(TIMEOUT, "client ready", || pod_ready(&pods, "client")).await?;
     // By ClusterIP and by name, ten times: every answer comes from the ready server.
     let answers = wait_until(Duration::from_secs(30), "answers through the Service", || {
-        let script = format!("for i in 1 2 3 4 5; do nc -w 2 {ip} 80 </dev/null; nc -w 2 echo 80 </dev/null; done");
+        // The server answers one connection at a time, so each request retries until answered.
+        let script = format!(
+            "ask() {{ for t in 1 2 3 4 5 6 7 8 9 10; do a=$(nc -w 2 $1 80 </dev/null); [ -n \"$a\" ] && {{ echo $a; return; }}; sleep 0.2; done; }}; \
+             for i in 1 2 3 4 5; do ask {ip}; ask echo; done"
+        );
         let out = exec(&cluster, &ns.name, "client", &script).ok();
         async move { out.filter(|o| o.lines().count() == 10) }
     })

@@ -2,7 +2,8 @@
 //! writing the same bytes to a local file as the baseline.
 //!
 //! `cargo bench -p statecraft-shared --bench s3_store`; `STATECRAFT_BENCH_BYTES` sets the
-//! stream length (default 1 GiB). Prints a table and writes
+//! stream length (default 1 GiB), `STATECRAFT_BENCH_PART_SIZE` (bytes) and
+//! `STATECRAFT_BENCH_CONCURRENCY` the transfer settings (default 16 MiB, 4). Prints a table and writes
 //! `<workspace>/results/bench/s3_store.json`.
 //!
 //! Method: each measurement runs in a fresh child process (this executable again, told
@@ -14,20 +15,35 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use statecraft_shared::s3::{S3Credentials, S3Location, S3Store, TransferConfig};
 use statecraft_shared::testing::s3::{HashingWriter, PatternReader, S3Server};
 use tokio::io::{AsyncWriteExt, BufReader};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const BUCKET: &str = "bench";
-const KEY: &str = "stream.bin";
 const SEED: u64 = 2024;
 
 fn main() {
     if let Ok(role) = std::env::var("STATECRAFT_BENCH_ROLE") {
+        // The store's debug event "all parts uploaded" splits the upload's time into
+        // streaming the parts and completing; RUST_LOG=statecraft_shared=debug also
+        // prints the transfer's log on stderr.
+        let log = std::env::var_os("RUST_LOG").map(|_| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(tracing_subscriber::EnvFilter::from_default_env())
+        });
+        tracing_subscriber::registry()
+            .with(PhaseLayer.with_filter(tracing_subscriber::filter::LevelFilter::DEBUG))
+            .with(log)
+            .init();
         let result = runtime().block_on(child(&role));
         println!("{result}");
         return;
@@ -39,7 +55,10 @@ fn main() {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the Tokio runtime: {e}");
@@ -49,7 +68,26 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn bytes() -> u64 {
-    std::env::var("STATECRAFT_BENCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 30)
+    std::env::var("STATECRAFT_BENCH_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 30)
+}
+
+/// The default transfer settings, or `STATECRAFT_BENCH_PART_SIZE` (bytes) and
+/// `STATECRAFT_BENCH_CONCURRENCY` when set.
+fn transfer_config() -> TransferConfig {
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    let default = TransferConfig::default();
+    TransferConfig {
+        part_size: env("STATECRAFT_BENCH_PART_SIZE").unwrap_or(default.part_size),
+        concurrency: env("STATECRAFT_BENCH_CONCURRENCY").unwrap_or(default.concurrency),
+        ..default
+    }
 }
 
 type BoxError = Box<dyn std::error::Error>;
@@ -59,7 +97,7 @@ async fn parent() -> Result<(), BoxError> {
     let server = S3Server::start().await?;
     server.create_bucket(BUCKET)?;
     let scratch = tempfile::tempdir()?;
-    let transfer = TransferConfig::default();
+    let transfer = transfer_config();
     println!(
         "s3_store bench: {:.0} MiB, part size {:.0} MiB, concurrency {}; s3s-fs at {}",
         bytes as f64 / MIB,
@@ -71,19 +109,43 @@ async fn parent() -> Result<(), BoxError> {
     let env = [
         ("STATECRAFT_BENCH_BYTES", bytes.to_string()),
         ("STATECRAFT_BENCH_ENDPOINT", server.endpoint().to_owned()),
-        ("STATECRAFT_BENCH_ACCESS_KEY", server.access_key().to_owned()),
-        ("STATECRAFT_BENCH_SECRET_KEY", server.secret_key().to_owned()),
-        ("STATECRAFT_BENCH_FILE", scratch.path().join("local.bin").display().to_string()),
+        (
+            "STATECRAFT_BENCH_ACCESS_KEY",
+            server.access_key().to_owned(),
+        ),
+        (
+            "STATECRAFT_BENCH_SECRET_KEY",
+            server.secret_key().to_owned(),
+        ),
+        (
+            "STATECRAFT_BENCH_FILE",
+            scratch.path().join("local.bin").display().to_string(),
+        ),
     ];
     let mut results = Vec::new();
-    for role in ["file", "upload", "download"] {
-        let out = Command::new(std::env::current_exe()?).env("STATECRAFT_BENCH_ROLE", role).envs(env.clone()).output()?;
+    for role in ["file", "upload", "download", "upload-unsigned"] {
+        // Start each measurement without the previous one's dirty pages being written
+        // back underneath it.
+        let _ = Command::new("sync").status();
+        let out = Command::new(std::env::current_exe()?)
+            .env("STATECRAFT_BENCH_ROLE", role)
+            .envs(env.clone())
+            .output()?;
         let stdout = String::from_utf8_lossy(&out.stdout);
+        if std::env::var_os("RUST_LOG").is_some() {
+            eprintln!("--- {role} ---\n{}", String::from_utf8_lossy(&out.stderr));
+        }
         let line = stdout.lines().last().unwrap_or_default();
         if !out.status.success() {
-            return Err(format!("{role} child failed ({}): {stdout}{}", out.status, String::from_utf8_lossy(&out.stderr)).into());
+            return Err(format!(
+                "{role} child failed ({}): {stdout}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("{role} child printed {line:?}: {e}"))?;
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| format!("{role} child printed {line:?}: {e}"))?;
         if let Some(e) = v.get("error") {
             return Err(format!("{role}: {e}").into());
         }
@@ -92,9 +154,11 @@ async fn parent() -> Result<(), BoxError> {
         // time as little as we can without root: the local file is removed right away.
         let _ = std::fs::remove_file(scratch.path().join("local.bin"));
     }
-    let server_hwm_kib = server.pid().and_then(|pid| vm_hwm_kib(&format!("/proc/{pid}/status")));
+    let server_hwm_kib = server
+        .pid()
+        .and_then(|pid| vm_hwm_kib(&format!("/proc/{pid}/status")));
 
-    let [file, upload, download] = [&results[0], &results[1], &results[2]];
+    let [file, upload, download, unsigned] = [&results[0], &results[1], &results[2], &results[3]];
     let rate = |v: &Value| v["mib_per_s"].as_f64().unwrap_or(0.0);
     let hwm = |v: &Value| v["vm_hwm_kib"].as_u64().unwrap_or(0) as f64 / 1024.0;
     let before = |v: &Value| v["vm_hwm_before_kib"].as_u64().unwrap_or(0) as f64 / 1024.0;
@@ -103,11 +167,15 @@ async fn parent() -> Result<(), BoxError> {
     let ratio = rate(upload) / rate(file).max(1e-9);
 
     println!();
-    println!("{:<34} {:>10} {:>10} {:>16} {:>16}", "transfer", "seconds", "MiB/s", "peak RSS (MiB)", "RSS at start");
+    println!(
+        "{:<34} {:>10} {:>10} {:>16} {:>16}",
+        "transfer", "seconds", "MiB/s", "peak RSS (MiB)", "RSS at start"
+    );
     for (name, v) in [
         ("local file (tokio::fs, no fsync)", file),
         ("S3 upload (multipart, sha256)", upload),
         ("S3 download (verified)", download),
+        ("S3 upload, unsigned payload", unsigned),
     ] {
         println!(
             "{:<34} {:>10.2} {:>10.1} {:>16.1} {:>16.1}",
@@ -122,19 +190,39 @@ async fn parent() -> Result<(), BoxError> {
     println!(
         "upload peak RSS {:.1} MiB; target < 64 MiB + part size x concurrency ({buffers_mib:.0} MiB) = {rss_limit:.0} MiB: {}",
         hwm(upload),
-        if hwm(upload) < rss_limit { "met" } else { "NOT MET" }
+        if hwm(upload) < rss_limit {
+            "met"
+        } else {
+            "NOT MET"
+        }
     );
     println!(
         "upload speed {:.0}% of local file; target >= 50%: {}",
         ratio * 100.0,
         if ratio >= 0.5 { "met" } else { "NOT MET" }
     );
+    for (name, v) in [("upload", upload), ("upload, unsigned payload", unsigned)] {
+        let streamed = v["detail"]["parts_streamed_seconds"]
+            .as_f64()
+            .unwrap_or(0.0);
+        let total = v["seconds"].as_f64().unwrap_or(0.0);
+        println!(
+            "{name}: parts streamed in {streamed:.2} s ({:.1} MiB/s); then {:.2} s in CompleteMultipartUpload + metadata copy \
+             (s3s-fs concatenates the part files into the object there; S3 does not copy data)",
+            bytes as f64 / MIB / streamed.max(1e-9),
+            total - streamed
+        );
+    }
     if let Some(k) = server_hwm_kib {
-        println!("(s3s-fs server process peak RSS, not ours: {:.1} MiB)", k as f64 / 1024.0);
+        println!(
+            "(s3s-fs server process peak RSS, not ours: {:.1} MiB)",
+            k as f64 / 1024.0
+        );
     }
     println!(
         "method: one fresh child process per row; peak RSS = VmHWM of that process (includes runtime start-up, \
-         shown as 'RSS at start'); data generated on the fly; S3 server on loopback, same disk as the local file."
+         shown as 'RSS at start'); data generated on the fly; S3 server on loopback, same disk as the local file. \
+         Upload bodies are SigV4-signed over http:// (the default); the unsigned row is what https:// endpoints get."
     );
 
     let report = json!({
@@ -145,6 +233,7 @@ async fn parent() -> Result<(), BoxError> {
         "local_file": file,
         "upload": upload,
         "download": download,
+        "upload_unsigned_payload": unsigned,
         "upload_to_file_ratio": ratio,
         "targets": {
             "upload_peak_rss_mib_below": rss_limit,
@@ -182,9 +271,16 @@ async fn measure(role: &str) -> Result<Value, BoxError> {
         let location = S3Location {
             endpoint: Some(var("STATECRAFT_BENCH_ENDPOINT")?),
             force_path_style: true,
-            ..S3Location::new(BUCKET, "", statecraft_shared::s3::S3CredentialsSecretRef::new("unused"))
+            ..S3Location::new(
+                BUCKET,
+                "",
+                statecraft_shared::s3::S3CredentialsSecretRef::new("unused"),
+            )
         };
-        let credentials = S3Credentials::new(var("STATECRAFT_BENCH_ACCESS_KEY")?, var("STATECRAFT_BENCH_SECRET_KEY")?);
+        let credentials = S3Credentials::new(
+            var("STATECRAFT_BENCH_ACCESS_KEY")?,
+            var("STATECRAFT_BENCH_SECRET_KEY")?,
+        );
         Ok(S3Store::new(&location, credentials)?)
     };
     let before = vm_hwm_kib("/proc/self/status");
@@ -197,13 +293,20 @@ async fn measure(role: &str) -> Result<Value, BoxError> {
             file.flush().await?;
             json!({ "written": n })
         }
-        "upload" => {
-            let receipt = store()?.upload(KEY, PatternReader::new(SEED, bytes)).await?;
-            json!({ "parts": receipt.parts, "sha256": receipt.sha256 })
+        "upload" | "upload-unsigned" => {
+            let store = store()?
+                .with_payload_signing(role == "upload")
+                .with_transfer_config(transfer_config())?;
+            let key = format!("{role}.bin");
+            let receipt = store.upload(&key, PatternReader::new(SEED, bytes)).await?;
+            let streamed = PARTS_DONE
+                .get()
+                .map(|t| t.duration_since(started).as_secs_f64());
+            json!({ "parts": receipt.parts, "sha256": receipt.sha256, "parts_streamed_seconds": streamed })
         }
         "download" => {
             let mut sink = HashingWriter::new();
-            let receipt = store()?.download(KEY, &mut sink, None).await?;
+            let receipt = store()?.download("upload.bin", &mut sink, None).await?;
             json!({ "verified": receipt.sha256_verified, "sha256": receipt.sha256 })
         }
         other => return Err(format!("unknown role {other}").into()),
@@ -225,4 +328,40 @@ fn vm_hwm_kib(status_path: &str) -> Option<u64> {
     let status = std::fs::read_to_string(status_path).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// When the upload's last part was acknowledged (set by [`PhaseLayer`]).
+static PARTS_DONE: OnceLock<Instant> = OnceLock::new();
+
+/// Notes the time of the store's "all parts uploaded" debug event.
+struct PhaseLayer;
+
+impl<S: tracing::Subscriber> Layer<S> for PhaseLayer {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Message(bool);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message"
+                    && format!("{value:?}").starts_with("all parts uploaded")
+                {
+                    self.0 = true;
+                }
+            }
+        }
+        if event
+            .metadata()
+            .target()
+            .starts_with("statecraft_shared::s3")
+        {
+            let mut m = Message(false);
+            event.record(&mut m);
+            if m.0 {
+                let _ = PARTS_DONE.set(Instant::now());
+            }
+        }
+    }
 }

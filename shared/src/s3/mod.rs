@@ -38,8 +38,8 @@ use k8s_openapi::api::core::v1::Secret;
 use tracing::{debug, info};
 
 pub use config::{
-    DEFAULT_ACCESS_KEY_ID_KEY, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY_KEY, MAX_PARTS, MAX_PART_SIZE,
-    MIN_PART_SIZE, S3Credentials, S3CredentialsSecretRef, S3Location, TransferConfig,
+    DEFAULT_ACCESS_KEY_ID_KEY, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY_KEY, MAX_PART_SIZE,
+    MAX_PARTS, MIN_PART_SIZE, S3Credentials, S3CredentialsSecretRef, S3Location, TransferConfig,
 };
 pub use download::{DownloadReceipt, ObjectReader};
 pub use error::{RequestFailure, S3Error};
@@ -72,6 +72,11 @@ pub struct S3Store {
     prefix: String,
     endpoint: String,
     transfer: TransferConfig,
+    /// Whether request bodies are covered by the SigV4 signature (an extra SHA-256 pass
+    /// on both sides). Only over plain HTTP, as botocore does: there it is the only
+    /// in-transit integrity check the server can make; over HTTPS, TLS already
+    /// guarantees integrity and the store's own SHA-256 covers the data end to end.
+    sign_payload: bool,
 }
 
 impl S3Store {
@@ -115,13 +120,21 @@ impl S3Store {
             prefix: location.normalized_prefix(),
             endpoint: location.endpoint_display(),
             transfer: TransferConfig::default(),
+            sign_payload: location
+                .endpoint
+                .as_deref()
+                .is_some_and(|e| e.starts_with("http://")),
         })
     }
 
     /// Reads the credentials from the location's Secret in `namespace` and builds the
     /// store. The values are trimmed of surrounding whitespace: a trailing newline from
     /// `echo ... | base64` is the most common way to get "SignatureDoesNotMatch".
-    pub async fn from_secret(client: kube::Client, namespace: &str, location: &S3Location) -> Result<Self, S3Error> {
+    pub async fn from_secret(
+        client: kube::Client,
+        namespace: &str,
+        location: &S3Location,
+    ) -> Result<Self, S3Error> {
         location.validate()?;
         let r = &location.credentials_secret;
         let secret_error = |message: String, transient: bool| S3Error::Secret {
@@ -136,8 +149,13 @@ impl S3Store {
             Err(kube::Error::Api(status)) if status.code == 404 => {
                 return Err(secret_error("not found".to_owned(), false));
             }
-            Err(kube::Error::Api(status)) if (400..500).contains(&status.code) && status.code != 429 => {
-                return Err(secret_error(format!("cannot be read: {}", status.message), false));
+            Err(kube::Error::Api(status))
+                if (400..500).contains(&status.code) && status.code != 429 =>
+            {
+                return Err(secret_error(
+                    format!("cannot be read: {}", status.message),
+                    false,
+                ));
             }
             Err(e) => return Err(secret_error(format!("cannot be read: {e}"), true)),
         };
@@ -151,6 +169,13 @@ impl S3Store {
         transfer.validate()?;
         self.transfer = transfer;
         Ok(self)
+    }
+
+    /// Overrides whether upload bodies are signed (default: only for `http://`
+    /// endpoints; see the field's documentation for why).
+    pub fn with_payload_signing(mut self, sign: bool) -> Self {
+        self.sign_payload = sign;
+        self
     }
 
     /// The bucket name.
@@ -211,8 +236,13 @@ impl S3Store {
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| self.target("ListObjectsV2", None).error(e))?;
             for o in page.contents() {
-                let Some(key) = o.key().and_then(|k| k.strip_prefix(&self.prefix)) else { continue };
-                let last_modified = o.last_modified().and_then(to_chrono).unwrap_or(DateTime::UNIX_EPOCH);
+                let Some(key) = o.key().and_then(|k| k.strip_prefix(&self.prefix)) else {
+                    continue;
+                };
+                let last_modified = o
+                    .last_modified()
+                    .and_then(to_chrono)
+                    .unwrap_or(DateTime::UNIX_EPOCH);
                 objects.push(ObjectInfo {
                     key: key.to_owned(),
                     size: o.size().and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
@@ -262,12 +292,17 @@ impl S3Store {
 
     /// The full key, after rejecting keys S3 or the prefix scheme cannot hold.
     fn checked_key(&self, key: &str) -> Result<String, S3Error> {
-        let invalid = |message: &str| S3Error::InvalidConfig { field: "key".to_owned(), message: format!("{key:?}: {message}") };
+        let invalid = |message: &str| S3Error::InvalidConfig {
+            field: "key".to_owned(),
+            message: format!("{key:?}: {message}"),
+        };
         if key.is_empty() {
             return Err(invalid("must not be empty"));
         }
         if key.starts_with('/') {
-            return Err(invalid("must be relative to the store prefix (no leading '/')"));
+            return Err(invalid(
+                "must be relative to the store prefix (no leading '/')",
+            ));
         }
         let full = self.object_key(key);
         if full.len() > 1024 {
@@ -277,7 +312,12 @@ impl S3Store {
     }
 
     fn target<'a>(&'a self, operation: &'static str, key: Option<&'a str>) -> Target<'a> {
-        Target { bucket: &self.bucket, endpoint: &self.endpoint, operation, key }
+        Target {
+            bucket: &self.bucket,
+            endpoint: &self.endpoint,
+            operation,
+            key,
+        }
     }
 }
 
@@ -307,7 +347,10 @@ fn credentials_from_secret(
         }
         Ok(text.to_owned())
     };
-    Ok(S3Credentials::new(value(&r.access_key_id_key)?, value(&r.secret_access_key_key)?))
+    Ok(S3Credentials::new(
+        value(&r.access_key_id_key)?,
+        value(&r.secret_access_key_key)?,
+    ))
 }
 
 fn to_chrono(t: &SmithyDateTime) -> Option<DateTime<Utc>> {
@@ -334,7 +377,10 @@ mod tests {
 
     #[test]
     fn copy_source_is_percent_encoded() {
-        assert_eq!(encode_copy_source("b", "a/2024-01-01T00:00:00Z x+y.gz"), "b/a/2024-01-01T00%3A00%3A00Z%20x%2By.gz");
+        assert_eq!(
+            encode_copy_source("b", "a/2024-01-01T00:00:00Z x+y.gz"),
+            "b/a/2024-01-01T00%3A00%3A00Z%20x%2By.gz"
+        );
         assert_eq!(encode_copy_source("b", "é"), "b/%C3%A9");
     }
 
@@ -364,21 +410,33 @@ mod tests {
     #[test]
     fn credentials_come_from_the_named_keys_trimmed() {
         use k8s_openapi::ByteString;
-        let mut secret = Secret::default();
-        secret.data = Some(
-            [
-                ("AWS_ACCESS_KEY_ID".to_owned(), ByteString(b"AKID\n".to_vec())),
-                ("custom".to_owned(), ByteString(b" s3cr3t ".to_vec())),
-            ]
-            .into(),
-        );
+        let secret = Secret {
+            data: Some(
+                [
+                    (
+                        "AWS_ACCESS_KEY_ID".to_owned(),
+                        ByteString(b"AKID\n".to_vec()),
+                    ),
+                    ("custom".to_owned(), ByteString(b" s3cr3t ".to_vec())),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        };
         let mut r = S3CredentialsSecretRef::new("creds");
         r.secret_access_key_key = "custom".into();
         let c = credentials_from_secret(&secret, &r, "ns").expect("credentials");
-        assert_eq!((c.access_key_id.as_str(), c.secret_access_key.as_str()), ("AKID", "s3cr3t"));
+        assert_eq!(
+            (c.access_key_id.as_str(), c.secret_access_key.as_str()),
+            ("AKID", "s3cr3t")
+        );
 
-        let e = credentials_from_secret(&secret, &S3CredentialsSecretRef::new("creds"), "ns").expect_err("no key");
-        assert_eq!(e.to_string(), "S3 credentials Secret ns/creds: has no key \"AWS_SECRET_ACCESS_KEY\"");
+        let e = credentials_from_secret(&secret, &S3CredentialsSecretRef::new("creds"), "ns")
+            .expect_err("no key");
+        assert_eq!(
+            e.to_string(),
+            "S3 credentials Secret ns/creds: has no key \"AWS_SECRET_ACCESS_KEY\""
+        );
         assert!(!e.is_transient());
     }
 }

@@ -41,7 +41,13 @@ pub struct UploadReceipt {
     pub e_tag: Option<String>,
 }
 
-type PartResult = Result<CompletedPart, S3Error>;
+/// A finished part, with its buffer back for reuse when the SDK no longer holds it.
+struct PartDone {
+    part: CompletedPart,
+    buffer: Option<BytesMut>,
+}
+
+type PartResult = Result<PartDone, S3Error>;
 
 impl S3Store {
     /// Streams `reader` to the object `key` (relative to the store prefix) and returns
@@ -74,11 +80,15 @@ impl S3Store {
         let started = Instant::now();
         let part_size = self.transfer.part_size;
         let mut hasher = Sha256::new();
-        let first = read_part(&mut reader, part_size, &mut hasher).await.map_err(|e| self.source_error(key, e))?;
+        let first = read_part(&mut reader, part_size, &mut hasher, None)
+            .await
+            .map_err(|e| self.source_error(key, e))?;
         let receipt = if first.len() < part_size {
-            self.put_single(key, &object_key, first.freeze(), hasher).await?
+            self.put_single(key, &object_key, first.freeze(), hasher)
+                .await?
         } else {
-            self.put_multipart(key, &object_key, first, &mut reader, hasher).await?
+            self.put_multipart(key, &object_key, first, &mut reader, hasher)
+                .await?
         };
         let secs = started.elapsed().as_secs_f64();
         info!(
@@ -91,20 +101,29 @@ impl S3Store {
     }
 
     /// A stream shorter than one part: one request, atomic by nature.
-    async fn put_single(&self, key: &str, object_key: &str, body: Bytes, hasher: Sha256) -> Result<UploadReceipt, S3Error> {
+    async fn put_single(
+        &self,
+        key: &str,
+        object_key: &str,
+        body: Bytes,
+        hasher: Sha256,
+    ) -> Result<UploadReceipt, S3Error> {
         let size = body.len() as u64;
         let sha256 = hex::encode(hasher.finalize());
-        let out = self
+        let request = self
             .client
             .put_object()
             .bucket(&self.bucket)
             .key(object_key)
             .content_length(size as i64)
             .set_metadata(Some(checksum_metadata(&sha256, size)))
-            .body(ByteStream::from(body))
-            .send()
-            .await
-            .map_err(|e| self.target("PutObject", Some(key)).error(e))?;
+            .body(ByteStream::from(body));
+        let sent = if self.sign_payload {
+            request.send().await
+        } else {
+            request.customize().disable_payload_signing().send().await
+        };
+        let out = sent.map_err(|e| self.target("PutObject", Some(key)).error(e))?;
         Ok(UploadReceipt {
             bucket: self.bucket.clone(),
             key: key.to_owned(),
@@ -131,7 +150,17 @@ impl S3Store {
         debug!(bucket = %self.bucket, key = %object_key, %upload_id, "started multipart upload");
         let mut cleanup = Cleanup::new(self, object_key, Some(upload_id.clone()));
 
-        let streamed = self.stream_parts(key, object_key, &upload_id, first, reader, hasher, &mut cleanup).await;
+        let streamed = self
+            .stream_parts(
+                key,
+                object_key,
+                &upload_id,
+                first,
+                reader,
+                hasher,
+                &mut cleanup,
+            )
+            .await;
         let (parts, size, sha256) = match streamed {
             Ok(v) => v,
             Err(e) => {
@@ -141,7 +170,11 @@ impl S3Store {
             }
         };
         let part_count = parts.len() as u32;
-        let e_tag = match self.complete_multipart(key, object_key, &upload_id, parts).await {
+        debug!(bucket = %self.bucket, key = %object_key, parts = part_count, size, "all parts uploaded; completing");
+        let e_tag = match self
+            .complete_multipart(key, object_key, &upload_id, parts)
+            .await
+        {
             Ok(e_tag) => e_tag,
             Err(e) => {
                 cleanup.run().await;
@@ -152,8 +185,12 @@ impl S3Store {
         // being dropped must delete it.
         cleanup.upload_id = None;
         cleanup.delete_object = true;
+        debug!(bucket = %self.bucket, key = %object_key, "completed; recording the checksum in the metadata");
 
-        let e_tag = match self.stamp_checksum(key, object_key, size, &sha256, e_tag.as_deref()).await {
+        let e_tag = match self
+            .stamp_checksum(key, object_key, size, &sha256, e_tag.as_deref())
+            .await
+        {
             Ok(e_tag) => e_tag,
             Err(e) => {
                 // 412: someone else replaced the object meanwhile; it is theirs, keep it.
@@ -203,15 +240,26 @@ impl S3Store {
             key: key.to_owned(),
             object_key: object_key.to_owned(),
             upload_id: upload_id.to_owned(),
+            sign_payload: self.sign_payload,
         });
         let mut parts = Vec::new();
+        // Buffers of finished parts, reused for the next ones: the allocator is not asked
+        // for a new 16 MiB block per part, which with per-thread arenas would leave
+        // freed blocks resident in several arenas and raise the peak beyond the bound.
+        let mut spare: Vec<BytesMut> = Vec::new();
+        let mut collect = |done: PartDone, spare: &mut Vec<BytesMut>| {
+            spare.extend(done.buffer);
+            parts.push(done.part);
+        };
         let mut size = first.len() as u64;
         let mut part_number: i32 = 1;
         let mut buf = first;
         loop {
             let last = buf.len() < part_size;
             debug!(key = %object_key, part_number, bytes = buf.len(), "uploading part");
-            cleanup.tasks.spawn(upload_part(ctx.clone(), part_number, buf.freeze()));
+            cleanup
+                .tasks
+                .spawn(upload_part(ctx.clone(), part_number, buf.freeze()));
             if last {
                 break;
             }
@@ -219,14 +267,16 @@ impl S3Store {
             // `concurrency` parts are in flight (each holds its buffer until it is sent).
             while cleanup.tasks.len() >= concurrency {
                 if let Some(joined) = cleanup.tasks.join_next().await {
-                    parts.push(part_result(joined)?);
+                    collect(part_result(joined)?, &mut spare);
                 }
             }
             // Notice failed parts early instead of reading on for nothing.
             while let Some(joined) = cleanup.tasks.try_join_next() {
-                parts.push(part_result(joined)?);
+                collect(part_result(joined)?, &mut spare);
             }
-            let next = read_part(reader, part_size, &mut hasher).await.map_err(|e| self.source_error(key, e))?;
+            let next = read_part(reader, part_size, &mut hasher, spare.pop())
+                .await
+                .map_err(|e| self.source_error(key, e))?;
             if next.is_empty() {
                 break;
             }
@@ -244,7 +294,7 @@ impl S3Store {
             buf = next;
         }
         while let Some(joined) = cleanup.tasks.join_next().await {
-            parts.push(part_result(joined)?);
+            collect(part_result(joined)?, &mut spare);
         }
         parts.sort_by_key(|p| p.part_number());
         Ok((parts, size, hex::encode(hasher.finalize())))
@@ -265,10 +315,9 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| self.target("CreateMultipartUpload", Some(key)).error(e))?;
-        created
-            .upload_id()
-            .map(str::to_owned)
-            .ok_or_else(|| self.bad_response("CreateMultipartUpload", "the response has no UploadId"))
+        created.upload_id().map(str::to_owned).ok_or_else(|| {
+            self.bad_response("CreateMultipartUpload", "the response has no UploadId")
+        })
     }
 
     /// Completes a multipart upload; returns the new object's ETag.
@@ -285,7 +334,11 @@ impl S3Store {
             .bucket(&self.bucket)
             .key(object_key)
             .upload_id(upload_id)
-            .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(parts))
+                    .build(),
+            )
             .send()
             .await
             .map_err(|e| self.target("CompleteMultipartUpload", Some(key)).error(e))?;
@@ -304,7 +357,9 @@ impl S3Store {
     ) -> Result<Option<String>, S3Error> {
         let metadata = checksum_metadata(sha256, size);
         if size > self.transfer.max_single_copy {
-            return self.multipart_copy(key, object_key, size, metadata, e_tag).await;
+            return self
+                .multipart_copy(key, object_key, size, metadata, e_tag)
+                .await;
         }
         let out = self
             .client
@@ -318,7 +373,10 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| self.target("CopyObject", Some(key)).error(e))?;
-        Ok(out.copy_object_result().and_then(|r| r.e_tag()).map(str::to_owned))
+        Ok(out
+            .copy_object_result()
+            .and_then(|r| r.e_tag())
+            .map(str::to_owned))
     }
 
     /// Rewrites an object larger than one CopyObject allows onto itself with new metadata,
@@ -331,7 +389,9 @@ impl S3Store {
         metadata: HashMap<String, String>,
         e_tag: Option<&str>,
     ) -> Result<Option<String>, S3Error> {
-        let upload_id = self.create_multipart(key, object_key, Some(metadata)).await?;
+        let upload_id = self
+            .create_multipart(key, object_key, Some(metadata))
+            .await?;
         let mut cleanup = Cleanup::new(self, object_key, Some(upload_id.clone()));
         let ctx = Arc::new(PartContext {
             client: self.client.clone(),
@@ -340,6 +400,7 @@ impl S3Store {
             key: key.to_owned(),
             object_key: object_key.to_owned(),
             upload_id: upload_id.clone(),
+            sign_payload: self.sign_payload,
         });
         let part_size = self.transfer.copy_part_size.max(size.div_ceil(MAX_PARTS));
         let copied: Result<Vec<CompletedPart>, S3Error> = async {
@@ -350,22 +411,31 @@ impl S3Store {
                 let end = (start + part_size).min(size) - 1;
                 while cleanup.tasks.len() >= self.transfer.concurrency {
                     if let Some(joined) = cleanup.tasks.join_next().await {
-                        parts.push(part_result(joined)?);
+                        parts.push(part_result(joined)?.part);
                     }
                 }
-                cleanup.tasks.spawn(copy_part(ctx.clone(), part_number, start, end, e_tag.map(str::to_owned)));
+                cleanup.tasks.spawn(copy_part(
+                    ctx.clone(),
+                    part_number,
+                    start,
+                    end,
+                    e_tag.map(str::to_owned),
+                ));
                 part_number += 1;
                 start = end + 1;
             }
             while let Some(joined) = cleanup.tasks.join_next().await {
-                parts.push(part_result(joined)?);
+                parts.push(part_result(joined)?.part);
             }
             parts.sort_by_key(|p| p.part_number());
             Ok(parts)
         }
         .await;
         let result = match copied {
-            Ok(parts) => self.complete_multipart(key, object_key, &upload_id, parts).await,
+            Ok(parts) => {
+                self.complete_multipart(key, object_key, &upload_id, parts)
+                    .await
+            }
             Err(e) => Err(e),
         };
         match result {
@@ -381,7 +451,12 @@ impl S3Store {
     }
 
     fn source_error(&self, key: &str, source: io::Error) -> S3Error {
-        S3Error::Source { bucket: self.bucket.clone(), endpoint: self.endpoint.clone(), key: key.to_owned(), source }
+        S3Error::Source {
+            bucket: self.bucket.clone(),
+            endpoint: self.endpoint.clone(),
+            key: key.to_owned(),
+            source,
+        }
     }
 
     fn bad_response(&self, operation: &'static str, what: &str) -> S3Error {
@@ -396,13 +471,29 @@ impl S3Store {
 }
 
 fn checksum_metadata(sha256: &str, size: u64) -> HashMap<String, String> {
-    HashMap::from([(META_SHA256.to_owned(), sha256.to_owned()), (META_SIZE.to_owned(), size.to_string())])
+    HashMap::from([
+        (META_SHA256.to_owned(), sha256.to_owned()),
+        (META_SIZE.to_owned(), size.to_string()),
+    ])
 }
 
 /// Reads up to `part_size` bytes (less only at end of stream), hashing them. Reads go
 /// straight into the part buffer: no intermediate copy.
-async fn read_part<R: AsyncRead + Unpin>(reader: &mut R, part_size: usize, hasher: &mut Sha256) -> io::Result<BytesMut> {
-    let mut buf = BytesMut::with_capacity(part_size);
+/// `reuse` is a buffer of a finished part to fill instead of allocating.
+async fn read_part<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    part_size: usize,
+    hasher: &mut Sha256,
+    reuse: Option<BytesMut>,
+) -> io::Result<BytesMut> {
+    let mut buf = match reuse {
+        Some(mut b) => {
+            b.clear();
+            b.reserve(part_size);
+            b
+        }
+        None => BytesMut::with_capacity(part_size),
+    };
     while buf.len() < part_size {
         let before = buf.len();
         let room = part_size - before;
@@ -423,18 +514,26 @@ struct PartContext {
     key: String,
     object_key: String,
     upload_id: String,
+    sign_payload: bool,
 }
 
 impl PartContext {
     fn target(&self, operation: &'static str) -> Target<'_> {
-        Target { bucket: &self.bucket, endpoint: &self.endpoint, operation, key: Some(&self.key) }
+        Target {
+            bucket: &self.bucket,
+            endpoint: &self.endpoint,
+            operation,
+            key: Some(&self.key),
+        }
     }
 }
 
 async fn upload_part(ctx: Arc<PartContext>, part_number: i32, body: Bytes) -> PartResult {
     let len = body.len() as i64;
+    // A second handle on the buffer (not a copy), to reuse it once the SDK is done.
+    let buffer = body.clone();
     // The body is `Bytes`, so the SDK's retries resend it without copying.
-    let out = ctx
+    let request = ctx
         .client
         .upload_part()
         .bucket(&ctx.bucket)
@@ -442,14 +541,29 @@ async fn upload_part(ctx: Arc<PartContext>, part_number: i32, body: Bytes) -> Pa
         .upload_id(&ctx.upload_id)
         .part_number(part_number)
         .content_length(len)
-        .body(ByteStream::from(body))
-        .send()
-        .await
-        .map_err(|e| ctx.target("UploadPart").error(e))?;
-    Ok(CompletedPart::builder().part_number(part_number).set_e_tag(out.e_tag().map(str::to_owned)).build())
+        .body(ByteStream::from(body));
+    let sent = if ctx.sign_payload {
+        request.send().await
+    } else {
+        request.customize().disable_payload_signing().send().await
+    };
+    let out = sent.map_err(|e| ctx.target("UploadPart").error(e))?;
+    Ok(PartDone {
+        part: CompletedPart::builder()
+            .part_number(part_number)
+            .set_e_tag(out.e_tag().map(str::to_owned))
+            .build(),
+        buffer: buffer.try_into_mut().ok(),
+    })
 }
 
-async fn copy_part(ctx: Arc<PartContext>, part_number: i32, start: u64, end: u64, if_match: Option<String>) -> PartResult {
+async fn copy_part(
+    ctx: Arc<PartContext>,
+    part_number: i32,
+    start: u64,
+    end: u64,
+    if_match: Option<String>,
+) -> PartResult {
     let out = ctx
         .client
         .upload_part_copy()
@@ -463,8 +577,17 @@ async fn copy_part(ctx: Arc<PartContext>, part_number: i32, start: u64, end: u64
         .send()
         .await
         .map_err(|e| ctx.target("UploadPartCopy").error(e))?;
-    let e_tag = out.copy_part_result().and_then(|r| r.e_tag()).map(str::to_owned);
-    Ok(CompletedPart::builder().part_number(part_number).set_e_tag(e_tag).build())
+    let e_tag = out
+        .copy_part_result()
+        .and_then(|r| r.e_tag())
+        .map(str::to_owned);
+    Ok(PartDone {
+        part: CompletedPart::builder()
+            .part_number(part_number)
+            .set_e_tag(e_tag)
+            .build(),
+        buffer: None,
+    })
 }
 
 fn part_result(joined: Result<PartResult, JoinError>) -> PartResult {
@@ -574,7 +697,9 @@ impl CleanupWork {
                 .send()
                 .await;
             match aborted {
-                Ok(_) => info!(bucket = %self.bucket, key = %self.object_key, %upload_id, "aborted multipart upload"),
+                Ok(_) => {
+                    info!(bucket = %self.bucket, key = %self.object_key, %upload_id, "aborted multipart upload")
+                }
                 Err(e) => warn!(
                     bucket = %self.bucket, key = %self.object_key, %upload_id, error = %DisplayErrorContext(&e),
                     "could not abort multipart upload; its parts use storage until the bucket's \
@@ -583,8 +708,17 @@ impl CleanupWork {
             }
         }
         if self.delete_object {
-            match self.client.delete_object().bucket(&self.bucket).key(&self.object_key).send().await {
-                Ok(_) => info!(bucket = %self.bucket, key = %self.object_key, "deleted object of failed upload"),
+            match self
+                .client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(&self.object_key)
+                .send()
+                .await
+            {
+                Ok(_) => {
+                    info!(bucket = %self.bucket, key = %self.object_key, "deleted object of failed upload")
+                }
                 Err(e) => error!(
                     bucket = %self.bucket, key = %self.object_key, error = %DisplayErrorContext(&e),
                     "could not delete object of failed upload; it has no checksum metadata"

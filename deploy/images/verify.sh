@@ -85,8 +85,8 @@ run "$MARIADB_IMAGE" mariadb-v mariadbd --version
 run "$MARIADB_IMAGE" mariadb-id sh -c 'id; mariadb --version; mariadb-backup --version 2>&1 | head -n1; ls -ld /var/lib/mysql'
 run "$MARIADB_IMAGE" mariadb-start sh -ec '
   mariadb-install-db --datadir=/tmp/data --skip-test-db >/tmp/install.log 2>&1 || { cat /tmp/install.log; exit 1; }
-  mariadbd --datadir=/tmp/data --socket=/tmp/mysqld.sock --skip-networking --log-error=/tmp/err.log &
-  for i in $(seq 30); do mariadb -S /tmp/mysqld.sock -N -e "select concat(\"server \", version(), \" as \", current_user())" && exit 0; sleep 1; done
+  mariadbd --datadir=/tmp/data --socket=/tmp/mysqld.sock --skip-networking --pid-file=/tmp/mysqld.pid --log-error=/tmp/err.log &
+  sleep 2; for i in $(seq 30); do mariadb -S /tmp/mysqld.sock -N -e "select concat(\"server \", version(), \" as \", current_user())" && exit 0; sleep 1; done
   cat /tmp/err.log; exit 1'
 ok "mariadb"
 

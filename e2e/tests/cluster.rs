@@ -248,3 +248,57 @@ async fn cluster_service_account_without_rights_gets_403() -> TestResult {
     ns.pass();
     Ok(())
 }
+
+/// How the every-image check runs each image: a command (or none: the image's own
+/// entrypoint, which must keep running) and what its output must contain.
+fn image_check(key: &str) -> Option<(Option<Vec<&'static str>>, &'static str)> {
+    let sh = |script: &'static str| Some(vec!["sh", "-c", script]);
+    Some(match key {
+        "PAUSE_IMAGE" => (None, ""),
+        "MARIADB_IMAGE" => (Some(vec!["mariadbd", "--version"]), "10.11"),
+        "ETCD_IMAGE" => (Some(vec!["/usr/local/bin/etcd", "--version"]), "etcd Version: 3.6"),
+        "KAFKA_IMAGE" => (Some(vec!["/opt/kafka/bin/kafka-storage", "random-uuid"]), ""),
+        "COREDNS_IMAGE" => (Some(vec!["/coredns", "-version"]), "CoreDNS-"),
+        "TOOLS_IMAGE" => (sh("mariadb --version && etcdctl version && dig -v 2>&1 && curl --version"), "etcdctl version"),
+        k if k.starts_with("STATECRAFT_") => (None, "Usage:"),
+        _ => return None,
+    })
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_a_pod_of_every_image_runs() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "images").await?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let images = statecraft_e2e::images::all();
+    let mut checks = Vec::new();
+    for (i, (key, image)) in images.iter().enumerate() {
+        let (command, expect) = image_check(key).ok_or_else(|| format!("no check for {key} in images.env: add one"))?;
+        let name = format!("image-{i}");
+        let mut container = json!({"name": "main", "image": image, "imagePullPolicy": "IfNotPresent"});
+        if let Some(command) = &command {
+            container["command"] = json!(command);
+        } else if key.starts_with("STATECRAFT_") {
+            container["args"] = json!(["--help"]);
+        }
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container]}});
+        create(&pods, pod).await?;
+        checks.push((name, *key, command.is_none() && !key.starts_with("STATECRAFT_"), expect));
+    }
+    for (name, key, long_running, expect) in checks {
+        let wanted = if long_running { "Running" } else { "Succeeded" };
+        wait_until(TIMEOUT, &format!("{key} pod {wanted}"), || async {
+            (pod_phase(&pods, &name).await? == wanted).then_some(())
+        })
+        .await?;
+        let logs = pods.logs(&name, &Default::default()).await?;
+        assert!(logs.contains(expect), "{key}: expected {expect:?} in {logs:?}");
+        if key == "KAFKA_IMAGE" {
+            assert_eq!(logs.trim().len(), 22, "kafka-storage random-uuid prints a 22-character id: {logs:?}");
+        }
+    }
+    ns.pass();
+    Ok(())
+}

@@ -250,7 +250,7 @@ async fn parent() -> Result<(), BoxError> {
     });
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../results/bench"));
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("s3_store.json");
+    let path = dir.canonicalize()?.join("s3_store.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
     println!("wrote {}", path.display());
     Ok(())

@@ -39,30 +39,41 @@ impl Cluster {
         let provider = match std::env::var("STATECRAFT_E2E_PROVIDER").as_deref() {
             Ok("local") | Err(_) => Provider::Local,
             Ok("kind") => Provider::Kind,
-            Ok(other) => return Err(E2eError::NoCluster(format!("STATECRAFT_E2E_PROVIDER={other}: use local or kind"))),
+            Ok(other) => {
+                return Err(E2eError::NoCluster(format!("STATECRAFT_E2E_PROVIDER={other}: use local or kind")));
+            }
         };
         let (kubeconfig, kubectl) = match provider {
             Provider::Local => {
-                let dir = std::env::var_os("STATECRAFT_CLUSTER_DIR").map_or_else(|| PathBuf::from("/var/lib/statecraft/cluster"), PathBuf::from);
+                let dir = std::env::var_os("STATECRAFT_CLUSTER_DIR")
+                    .map_or_else(|| PathBuf::from("/var/lib/statecraft/cluster"), PathBuf::from);
                 let kubeconfig = dir.join("admin.kubeconfig");
                 if !kubeconfig.exists() {
-                    return Err(E2eError::NoCluster(format!("{} not found: run `make cluster-up` first", kubeconfig.display())));
+                    return Err(E2eError::NoCluster(format!(
+                        "{} not found: run `make cluster-up` first",
+                        kubeconfig.display()
+                    )));
                 }
                 (kubeconfig, statecraft_shared::testing::bin_dir().join("kubectl"))
             }
             Provider::Kind => {
-                let out = Command::new("kind").args(["get", "kubeconfig", "--name", "statecraft"]).output().map_err(|e| {
-                    E2eError::NoCluster(format!("kind: {e}: install kind and run e2e/kind/up.sh"))
-                })?;
+                let out = Command::new("kind")
+                    .args(["get", "kubeconfig", "--name", "statecraft"])
+                    .output()
+                    .map_err(|e| E2eError::NoCluster(format!("kind: {e}: install kind and run e2e/kind/up.sh")))?;
                 if !out.status.success() {
-                    return Err(E2eError::NoCluster(format!("kind get kubeconfig: {}", String::from_utf8_lossy(&out.stderr))));
+                    return Err(E2eError::NoCluster(format!(
+                        "kind get kubeconfig: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    )));
                 }
                 let path = std::env::temp_dir().join("statecraft-kind.kubeconfig");
                 std::fs::write(&path, &out.stdout).map_err(|e| E2eError::Other(format!("{}: {e}", path.display())))?;
                 (path, PathBuf::from("kubectl"))
             }
         };
-        let config = Kubeconfig::read_from(&kubeconfig).map_err(|e| E2eError::NoCluster(format!("{}: {e}", kubeconfig.display())))?;
+        let config = Kubeconfig::read_from(&kubeconfig)
+            .map_err(|e| E2eError::NoCluster(format!("{}: {e}", kubeconfig.display())))?;
         let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
             .await
             .map_err(|e| E2eError::NoCluster(format!("{}: {e}", kubeconfig.display())))?;
@@ -95,9 +106,14 @@ impl Cluster {
             std::io::Write::write_all(&mut stdin, text.as_bytes())
                 .map_err(|e| E2eError::Command { command: command.clone(), message: e.to_string() })?;
         }
-        let out = child.wait_with_output().map_err(|e| E2eError::Command { command: command.clone(), message: e.to_string() })?;
+        let out = child
+            .wait_with_output()
+            .map_err(|e| E2eError::Command { command: command.clone(), message: e.to_string() })?;
         if !out.status.success() {
-            return Err(E2eError::Command { command, message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+            return Err(E2eError::Command {
+                command,
+                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }

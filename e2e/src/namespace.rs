@@ -9,8 +9,8 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{ObjectMeta, PostParams};
 use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
 
 use crate::{Cluster, Result};
 

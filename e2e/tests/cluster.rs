@@ -62,9 +62,11 @@ async fn cluster_node_is_ready() -> TestResult {
     let nodes = Api::<Node>::all(cluster.client.clone()).list(&Default::default()).await?;
     assert!(!nodes.items.is_empty(), "the cluster has a node");
     for node in nodes {
-        let ready = node.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
-            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-        });
+        let ready = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
         assert!(ready, "node {} is Ready", node.name_any());
     }
     Ok(())
@@ -117,16 +119,21 @@ async fn cluster_clusterip_service_routes_only_to_ready_endpoints() -> TestResul
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
     // Two servers behind one Service; only `ready` passes its readiness probe.
     for (name, probe) in [("ready", "true"), ("unready", "false")] {
-        let mut pod = tools_pod(name, json!({"app": "echo"}), &format!("while true; do echo {name} | nc -l -q 0 -p 8080; done"))?;
-        pod["spec"]["containers"][0]["readinessProbe"] = json!({"exec": {"command": ["sh", "-c", probe]}, "periodSeconds": 1});
+        let mut pod =
+            tools_pod(name, json!({"app": "echo"}), &format!("while true; do echo {name} | nc -l -q 0 -p 8080; done"))?;
+        pod["spec"]["containers"][0]["readinessProbe"] =
+            json!({"exec": {"command": ["sh", "-c", probe]}, "periodSeconds": 1});
         create(&pods, pod).await?;
     }
     create(&pods, tools_pod("client", json!({"app": "client"}), "sleep infinity")?).await?;
     let services: Api<Service> = Api::namespaced(cluster.client.clone(), &ns.name);
-    let svc = create(&services, json!({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "echo"},
-        "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": 8080}]}
-    }))
+    let svc = create(
+        &services,
+        json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "echo"},
+            "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": 8080}]}
+        }),
+    )
     .await?;
     let ip = svc.spec.and_then(|s| s.cluster_ip).ok_or("service has no ClusterIP")?;
     wait_until(TIMEOUT, "server ready", || pod_ready(&pods, "ready")).await?;
@@ -153,10 +160,13 @@ async fn cluster_pvc_binds_and_its_data_survives_deleting_the_pod() -> TestResul
     let cluster = Cluster::connect().await?;
     let ns = TestNamespace::create(&cluster, "pvc").await?;
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), &ns.name);
-    create(&claims, json!({
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    }))
+    create(
+        &claims,
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+        }),
+    )
     .await?;
     wait_until(TIMEOUT, "the PVC to bind through the default StorageClass", || async {
         let phase = claims.get_opt("data").await.ok()??.status?.phase?;
@@ -172,11 +182,18 @@ async fn cluster_pvc_binds_and_its_data_survives_deleting_the_pod() -> TestResul
         Ok(pod)
     };
     create(&pods, with_volume("writer", "echo survived > /data/marker")?).await?;
-    wait_until(TIMEOUT, "writer to finish", || async { (pod_phase(&pods, "writer").await? == "Succeeded").then_some(()) }).await?;
+    wait_until(TIMEOUT, "writer to finish", || async {
+        (pod_phase(&pods, "writer").await? == "Succeeded").then_some(())
+    })
+    .await?;
     pods.delete("writer", &DeleteParams::default()).await?;
-    wait_until(TIMEOUT, "writer to be gone", || async { pods.get_opt("writer").await.ok()?.is_none().then_some(()) }).await?;
+    wait_until(TIMEOUT, "writer to be gone", || async { pods.get_opt("writer").await.ok()?.is_none().then_some(()) })
+        .await?;
     create(&pods, with_volume("reader", "cat /data/marker")?).await?;
-    wait_until(TIMEOUT, "reader to finish", || async { (pod_phase(&pods, "reader").await? == "Succeeded").then_some(()) }).await?;
+    wait_until(TIMEOUT, "reader to finish", || async {
+        (pod_phase(&pods, "reader").await? == "Succeeded").then_some(())
+    })
+    .await?;
     let logs = pods.logs("reader", &Default::default()).await?;
     assert_eq!(logs.trim(), "survived");
     ns.pass();
@@ -215,7 +232,10 @@ async fn cluster_deleted_statefulset_pod_comes_back_with_the_same_volume() -> Te
     })
     .await?;
     let claim = |p: &Pod| {
-        p.spec.as_ref().and_then(|s| s.volumes.as_ref()).and_then(|v| v.iter().find_map(|v| v.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone())))
+        p.spec
+            .as_ref()
+            .and_then(|s| s.volumes.as_ref())
+            .and_then(|v| v.iter().find_map(|v| v.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone())))
     };
     assert_eq!(claim(&second), Some("data-db-0".to_string()));
     assert_eq!(claim(&first), claim(&second));
@@ -259,7 +279,9 @@ fn image_check(key: &str) -> Option<(Option<Vec<&'static str>>, &'static str)> {
         "ETCD_IMAGE" => (Some(vec!["/usr/local/bin/etcd", "--version"]), "etcd Version: 3.6"),
         "KAFKA_IMAGE" => (Some(vec!["/opt/kafka/bin/kafka-storage", "random-uuid"]), ""),
         "COREDNS_IMAGE" => (Some(vec!["/coredns", "-version"]), "CoreDNS-"),
-        "TOOLS_IMAGE" => (sh("mariadb --version && etcdctl version && dig -v 2>&1 && curl --version"), "etcdctl version"),
+        "TOOLS_IMAGE" => {
+            (sh("mariadb --version && etcdctl version && dig -v 2>&1 && curl --version"), "etcdctl version")
+        }
         k if k.starts_with("STATECRAFT_") => (None, "Usage:"),
         _ => return None,
     })

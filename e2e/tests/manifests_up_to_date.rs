@@ -6,14 +6,16 @@ use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
 
 fn same_as_file(file: &str, generated: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file);
-    let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; run `make manifests`", path.display()));
+    let committed =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; run `make manifests`", path.display()));
     assert!(committed == generated, "{file} is stale: run `make manifests` and commit the result");
 }
 
 fn check<O: Operator>(short: &str) {
     let crds = crd_yaml(&O::crds()).unwrap_or_else(|e| panic!("rendering CRDs of {}: {e}", O::NAME));
     same_as_file(&format!("crds/{short}.yaml"), &crds);
-    let manifests = manifests_yaml::<O>("statecraft-system", None).unwrap_or_else(|e| panic!("rendering manifests of {}: {e}", O::NAME));
+    let manifests = manifests_yaml::<O>("statecraft-system", None)
+        .unwrap_or_else(|e| panic!("rendering manifests of {}: {e}", O::NAME));
     same_as_file(&format!("deploy/{short}/operator.yaml"), &manifests);
 }
 

@@ -55,10 +55,7 @@ fn main() {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the Tokio runtime: {e}");
@@ -68,20 +65,13 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn bytes() -> u64 {
-    std::env::var("STATECRAFT_BENCH_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1 << 30)
+    std::env::var("STATECRAFT_BENCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 30)
 }
 
 /// The default transfer settings, or `STATECRAFT_BENCH_PART_SIZE` (bytes) and
 /// `STATECRAFT_BENCH_CONCURRENCY` when set.
 fn transfer_config() -> TransferConfig {
-    let env = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-    };
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<usize>().ok());
     let default = TransferConfig::default();
     TransferConfig {
         part_size: env("STATECRAFT_BENCH_PART_SIZE").unwrap_or(default.part_size),
@@ -109,28 +99,17 @@ async fn parent() -> Result<(), BoxError> {
     let env = [
         ("STATECRAFT_BENCH_BYTES", bytes.to_string()),
         ("STATECRAFT_BENCH_ENDPOINT", server.endpoint().to_owned()),
-        (
-            "STATECRAFT_BENCH_ACCESS_KEY",
-            server.access_key().to_owned(),
-        ),
-        (
-            "STATECRAFT_BENCH_SECRET_KEY",
-            server.secret_key().to_owned(),
-        ),
-        (
-            "STATECRAFT_BENCH_FILE",
-            scratch.path().join("local.bin").display().to_string(),
-        ),
+        ("STATECRAFT_BENCH_ACCESS_KEY", server.access_key().to_owned()),
+        ("STATECRAFT_BENCH_SECRET_KEY", server.secret_key().to_owned()),
+        ("STATECRAFT_BENCH_FILE", scratch.path().join("local.bin").display().to_string()),
     ];
     let mut results = Vec::new();
     for role in ["file", "upload", "download", "upload-unsigned"] {
         // Start each measurement without the previous one's dirty pages being written
         // back underneath it.
         let _ = Command::new("sync").status();
-        let out = Command::new(std::env::current_exe()?)
-            .env("STATECRAFT_BENCH_ROLE", role)
-            .envs(env.clone())
-            .output()?;
+        let out =
+            Command::new(std::env::current_exe()?).env("STATECRAFT_BENCH_ROLE", role).envs(env.clone()).output()?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if std::env::var_os("RUST_LOG").is_some() {
             eprintln!("--- {role} ---\n{}", String::from_utf8_lossy(&out.stderr));
@@ -144,8 +123,7 @@ async fn parent() -> Result<(), BoxError> {
             )
             .into());
         }
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| format!("{role} child printed {line:?}: {e}"))?;
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("{role} child printed {line:?}: {e}"))?;
         if let Some(e) = v.get("error") {
             return Err(format!("{role}: {e}").into());
         }
@@ -154,9 +132,7 @@ async fn parent() -> Result<(), BoxError> {
         // time as little as we can without root: the local file is removed right away.
         let _ = std::fs::remove_file(scratch.path().join("local.bin"));
     }
-    let server_hwm_kib = server
-        .pid()
-        .and_then(|pid| vm_hwm_kib(&format!("/proc/{pid}/status")));
+    let server_hwm_kib = server.pid().and_then(|pid| vm_hwm_kib(&format!("/proc/{pid}/status")));
 
     let [file, upload, download, unsigned] = [&results[0], &results[1], &results[2], &results[3]];
     let rate = |v: &Value| v["mib_per_s"].as_f64().unwrap_or(0.0);
@@ -167,10 +143,7 @@ async fn parent() -> Result<(), BoxError> {
     let ratio = rate(upload) / rate(file).max(1e-9);
 
     println!();
-    println!(
-        "{:<34} {:>10} {:>10} {:>16} {:>16}",
-        "transfer", "seconds", "MiB/s", "peak RSS (MiB)", "RSS at start"
-    );
+    println!("{:<34} {:>10} {:>10} {:>16} {:>16}", "transfer", "seconds", "MiB/s", "peak RSS (MiB)", "RSS at start");
     for (name, v) in [
         ("local file (tokio::fs, no fsync)", file),
         ("S3 upload (multipart, sha256)", upload),
@@ -190,11 +163,7 @@ async fn parent() -> Result<(), BoxError> {
     println!(
         "upload peak RSS {:.1} MiB; target < 64 MiB + part size x concurrency ({buffers_mib:.0} MiB) = {rss_limit:.0} MiB: {}",
         hwm(upload),
-        if hwm(upload) < rss_limit {
-            "met"
-        } else {
-            "NOT MET"
-        }
+        if hwm(upload) < rss_limit { "met" } else { "NOT MET" }
     );
     println!(
         "upload speed {:.0}% of local file; target >= 50%: {}",
@@ -202,9 +171,7 @@ async fn parent() -> Result<(), BoxError> {
         if ratio >= 0.5 { "met" } else { "NOT MET" }
     );
     for (name, v) in [("upload", upload), ("upload, unsigned payload", unsigned)] {
-        let streamed = v["detail"]["parts_streamed_seconds"]
-            .as_f64()
-            .unwrap_or(0.0);
+        let streamed = v["detail"]["parts_streamed_seconds"].as_f64().unwrap_or(0.0);
         let total = v["seconds"].as_f64().unwrap_or(0.0);
         println!(
             "{name}: parts streamed in {streamed:.2} s ({:.1} MiB/s); then {:.2} s in CompleteMultipartUpload + metadata copy \
@@ -214,10 +181,7 @@ async fn parent() -> Result<(), BoxError> {
         );
     }
     if let Some(k) = server_hwm_kib {
-        println!(
-            "(s3s-fs server process peak RSS, not ours: {:.1} MiB)",
-            k as f64 / 1024.0
-        );
+        println!("(s3s-fs server process peak RSS, not ours: {:.1} MiB)", k as f64 / 1024.0);
     }
     println!(
         "method: one fresh child process per row; peak RSS = VmHWM of that process (includes runtime start-up, \
@@ -271,16 +235,9 @@ async fn measure(role: &str) -> Result<Value, BoxError> {
         let location = S3Location {
             endpoint: Some(var("STATECRAFT_BENCH_ENDPOINT")?),
             force_path_style: true,
-            ..S3Location::new(
-                BUCKET,
-                "",
-                statecraft_shared::s3::S3CredentialsSecretRef::new("unused"),
-            )
+            ..S3Location::new(BUCKET, "", statecraft_shared::s3::S3CredentialsSecretRef::new("unused"))
         };
-        let credentials = S3Credentials::new(
-            var("STATECRAFT_BENCH_ACCESS_KEY")?,
-            var("STATECRAFT_BENCH_SECRET_KEY")?,
-        );
+        let credentials = S3Credentials::new(var("STATECRAFT_BENCH_ACCESS_KEY")?, var("STATECRAFT_BENCH_SECRET_KEY")?);
         Ok(S3Store::new(&location, credentials)?)
     };
     let before = vm_hwm_kib("/proc/self/status");
@@ -294,14 +251,10 @@ async fn measure(role: &str) -> Result<Value, BoxError> {
             json!({ "written": n })
         }
         "upload" | "upload-unsigned" => {
-            let store = store()?
-                .with_payload_signing(role == "upload")
-                .with_transfer_config(transfer_config())?;
+            let store = store()?.with_payload_signing(role == "upload").with_transfer_config(transfer_config())?;
             let key = format!("{role}.bin");
             let receipt = store.upload(&key, PatternReader::new(SEED, bytes)).await?;
-            let streamed = PARTS_DONE
-                .get()
-                .map(|t| t.duration_since(started).as_secs_f64());
+            let streamed = PARTS_DONE.get().map(|t| t.duration_since(started).as_secs_f64());
             json!({ "parts": receipt.parts, "sha256": receipt.sha256, "parts_streamed_seconds": streamed })
         }
         "download" => {
@@ -337,26 +290,16 @@ static PARTS_DONE: OnceLock<Instant> = OnceLock::new();
 struct PhaseLayer;
 
 impl<S: tracing::Subscriber> Layer<S> for PhaseLayer {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: tracing_subscriber::layer::Context<'_, S>) {
         struct Message(bool);
         impl tracing::field::Visit for Message {
             fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message"
-                    && format!("{value:?}").starts_with("all parts uploaded")
-                {
+                if field.name() == "message" && format!("{value:?}").starts_with("all parts uploaded") {
                     self.0 = true;
                 }
             }
         }
-        if event
-            .metadata()
-            .target()
-            .starts_with("statecraft_shared::s3")
-        {
+        if event.metadata().target().starts_with("statecraft_shared::s3") {
             let mut m = Message(false);
             event.record(&mut m);
             if m.0 {

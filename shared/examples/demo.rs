@@ -38,7 +38,8 @@ fn show(title: &str, text: &str) {
 
 #[tokio::main]
 async fn main() -> DemoResult {
-    let operator = std::env::var("ECHO_OPERATOR").map_err(|_| "set ECHO_OPERATOR to the statecraft-echo-operator binary")?;
+    let operator =
+        std::env::var("ECHO_OPERATOR").map_err(|_| "set ECHO_OPERATOR to the statecraft-echo-operator binary")?;
     let started = Instant::now();
     let server = ApiServer::start().await?;
     let kc = server.kubeconfig();
@@ -76,8 +77,14 @@ async fn main() -> DemoResult {
     kubectl(kc, &["wait", "-n", "demo", "--for=condition=Ready", "echo/hello", "--timeout=60s"], None)?;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    show("kubectl get echo hello -o yaml (status)", &kubectl(kc, &["get", "-n", "demo", "echo", "hello", "-o", "jsonpath={.status}"], None)?);
-    show("kubectl get configmap hello-echo", &kubectl(kc, &["get", "-n", "demo", "configmap", "hello-echo", "--show-labels"], None)?);
+    show(
+        "kubectl get echo hello -o yaml (status)",
+        &kubectl(kc, &["get", "-n", "demo", "echo", "hello", "-o", "jsonpath={.status}"], None)?,
+    );
+    show(
+        "kubectl get configmap hello-echo",
+        &kubectl(kc, &["get", "-n", "demo", "configmap", "hello-echo", "--show-labels"], None)?,
+    );
     show("kubectl get events", &kubectl(kc, &["get", "-n", "demo", "events"], None)?);
     show("kubectl get lease statecraft-echo", &kubectl(kc, &["get", "-n", "demo", "lease", "statecraft-echo"], None)?);
     println!(

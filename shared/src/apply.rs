@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Mutex;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -218,7 +218,8 @@ fn live_marker<T: Resource>(obj: &T) -> String {
 }
 
 fn digest<T: Serialize>(obj: &T) -> Result<String> {
-    let bytes = serde_json::to_vec(obj).map_err(|source| Error::Serde { context: "hashing desired object".into(), source })?;
+    let bytes =
+        serde_json::to_vec(obj).map_err(|source| Error::Serde { context: "hashing desired object".into(), source })?;
     Ok(hex::encode(Sha256::digest(bytes)))
 }
 

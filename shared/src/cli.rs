@@ -118,7 +118,9 @@ impl RunArgs {
     /// The leader-election identity: the flag, else `hostname-pid`.
     pub fn resolve_identity(&self) -> String {
         self.leader_identity.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "operator".into());
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "operator".into());
             format!("{host}-{}", std::process::id())
         })
     }
@@ -141,7 +143,16 @@ mod tests {
     #[test]
     fn flags_parse_durations_and_booleans() {
         let cli = Cli::try_parse_from([
-            "op", "run", "--leader-election", "false", "--leader-lease-duration", "4s", "--leader-retry-period", "500ms", "--log-format", "text",
+            "op",
+            "run",
+            "--leader-election",
+            "false",
+            "--leader-lease-duration",
+            "4s",
+            "--leader-retry-period",
+            "500ms",
+            "--log-format",
+            "text",
         ])
         .expect("valid command line");
         let Command::Run(args) = cli.command else { panic!("expected run") };

@@ -42,7 +42,11 @@ fn field_env(name: &str, path: &str) -> EnvVar {
 
 fn probe(path: &str) -> Probe {
     Probe {
-        http_get: Some(HTTPGetAction { path: Some(path.into()), port: IntOrString::Int(HEALTH_PORT), ..Default::default() }),
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(HEALTH_PORT),
+            ..Default::default()
+        }),
         period_seconds: Some(10),
         ..Default::default()
     }

@@ -53,13 +53,20 @@ pub enum Error {
     #[error("{system}: {message}")]
     DataPlane { system: String, message: String },
 
-    /// The S3 backup store failed.
+    /// The S3 backup store failed. Boxed: S3 errors carry bucket, endpoint and cause, and
+    /// would otherwise make every `Result` of the crate that much larger.
     #[error(transparent)]
-    S3(#[from] crate::s3::S3Error),
+    S3(Box<crate::s3::S3Error>),
 
     /// Something that retrying will not fix.
     #[error("{0}")]
     Permanent(String),
+}
+
+impl From<crate::s3::S3Error> for Error {
+    fn from(e: crate::s3::S3Error) -> Self {
+        Error::S3(Box::new(e))
+    }
 }
 
 impl Error {
@@ -115,12 +122,7 @@ mod tests {
     use super::*;
 
     fn api_error(code: u16) -> Error {
-        Error::kube(
-            "test",
-            kube::Error::Api(
-                kube::core::Status::failure("x", "y").with_code(code).boxed(),
-            ),
-        )
+        Error::kube("test", kube::Error::Api(kube::core::Status::failure("x", "y").with_code(code).boxed()))
     }
 
     #[test]

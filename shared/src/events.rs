@@ -28,17 +28,36 @@ impl EventPublisher {
     }
 
     /// A `Normal` event: something the operator did. `reason` and `action` are CamelCase.
-    pub async fn normal<K: Resource<DynamicType = ()>>(&self, obj: &K, reason: &str, action: &str, note: impl Into<String>) {
+    pub async fn normal<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        reason: &str,
+        action: &str,
+        note: impl Into<String>,
+    ) {
         self.publish(obj.object_ref(&()), EventType::Normal, reason, action, note.into()).await;
     }
 
     /// A `Warning` event: something the operator refused or failed to do.
-    pub async fn warning<K: Resource<DynamicType = ()>>(&self, obj: &K, reason: &str, action: &str, note: impl Into<String>) {
+    pub async fn warning<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        reason: &str,
+        action: &str,
+        note: impl Into<String>,
+    ) {
         self.publish(obj.object_ref(&()), EventType::Warning, reason, action, note.into()).await;
     }
 
     /// Publishes an event about any object reference.
-    pub async fn publish(&self, regarding: ObjectReference, type_: EventType, reason: &str, action: &str, note: String) {
+    pub async fn publish(
+        &self,
+        regarding: ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         // The API limits the note to 1 kB.
         let note = truncate(note, 1000);
         let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };

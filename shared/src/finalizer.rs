@@ -31,7 +31,9 @@ where
     finalizer(api, name, obj, reconcile).await.map_err(|e| match e {
         FinalizerError::ApplyFailed(inner) | FinalizerError::CleanupFailed(inner) => inner,
         FinalizerError::AddFinalizer(source) => Error::kube(format!("adding finalizer {name} to {object}"), source),
-        FinalizerError::RemoveFinalizer(source) => Error::kube(format!("removing finalizer {name} from {object}"), source),
+        FinalizerError::RemoveFinalizer(source) => {
+            Error::kube(format!("removing finalizer {name} from {object}"), source)
+        }
         other => Error::Permanent(format!("finalizer {name} on {object}: {other}")),
     })
 }

@@ -141,7 +141,8 @@ impl LeaderElector {
     /// One round of the protocol: returns whether this process holds the Lease afterwards.
     async fn try_acquire_or_renew(&mut self) -> Result<bool> {
         let now = MicroTime(Timestamp::now());
-        let Some(mut lease) = self.api.get_opt(&self.config.name).await.map_err(|e| Error::kube("reading lease", e))? else {
+        let Some(mut lease) = self.api.get_opt(&self.config.name).await.map_err(|e| Error::kube("reading lease", e))?
+        else {
             let lease = Lease {
                 metadata: ObjectMeta { name: Some(self.config.name.clone()), ..Default::default() },
                 spec: Some(self.spec(now.clone(), now, 0)),

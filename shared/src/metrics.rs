@@ -20,8 +20,14 @@ impl Metrics {
     /// Creates the registry with metric names prefixed by `prefix` (e.g. `statecraft_mysql`).
     pub fn new(prefix: &str) -> Result<Self, prometheus::Error> {
         let registry = Registry::new_custom(Some(prefix.replace('-', "_")), None)?;
-        let reconciles = IntCounterVec::new(Opts::new("reconciles_total", "Reconciles run, by controller and result."), &["controller", "result"])?;
-        let errors = IntCounterVec::new(Opts::new("reconcile_errors_total", "Failed reconciles, by controller and error reason."), &["controller", "reason"])?;
+        let reconciles = IntCounterVec::new(
+            Opts::new("reconciles_total", "Reconciles run, by controller and result."),
+            &["controller", "result"],
+        )?;
+        let errors = IntCounterVec::new(
+            Opts::new("reconcile_errors_total", "Failed reconciles, by controller and error reason."),
+            &["controller", "reason"],
+        )?;
         let duration = HistogramVec::new(
             HistogramOpts::new("reconcile_duration_seconds", "Time spent in one reconcile, by controller.")
                 .buckets(vec![0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]),
@@ -74,7 +80,10 @@ mod tests {
         m.set_leader(true);
         let text = m.render();
         assert!(text.contains(r#"statecraft_test_reconciles_total{controller="widget",result="success"} 1"#), "{text}");
-        assert!(text.contains(r#"statecraft_test_reconcile_errors_total{controller="widget",reason="InvalidSpec"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"statecraft_test_reconcile_errors_total{controller="widget",reason="InvalidSpec"} 1"#),
+            "{text}"
+        );
         assert!(text.contains("statecraft_test_leader 1"), "{text}");
         assert!(text.contains(r#"statecraft_test_reconcile_duration_seconds_count{controller="widget"} 2"#), "{text}");
         Ok(())

@@ -114,16 +114,8 @@ pub struct OperatorRbac {
 
 impl OperatorRbac {
     /// RBAC with exactly `rules`.
-    pub fn new(
-        name: impl Into<String>,
-        namespace: impl Into<String>,
-        rules: impl IntoIterator<Item = Rule>,
-    ) -> Self {
-        OperatorRbac {
-            name: name.into(),
-            namespace: namespace.into(),
-            rules: rules.into_iter().collect(),
-        }
+    pub fn new(name: impl Into<String>, namespace: impl Into<String>, rules: impl IntoIterator<Item = Rule>) -> Self {
+        OperatorRbac { name: name.into(), namespace: namespace.into(), rules: rules.into_iter().collect() }
     }
 
     /// RBAC with [`base_rules`] followed by the operator's own rules: the usual way to
@@ -271,25 +263,19 @@ pub enum Violation {
     InvalidResource(String),
     #[error("no resources: the rule grants nothing")]
     EmptyResources,
-    #[error(
-        "resource {resource:?} of group {group:?} is cluster-scoped; a namespaced Role cannot grant it"
-    )]
+    #[error("resource {resource:?} of group {group:?} is cluster-scoped; a namespaced Role cannot grant it")]
     ClusterScoped { group: String, resource: String },
     #[error("wildcard verb \"*\": list the verbs")]
     WildcardVerb,
     #[error("verb {0:?} allows privilege escalation")]
     EscalationVerb(String),
-    #[error(
-        "unknown verb {0:?}: expected one of get, list, watch, create, update, patch, delete, deletecollection"
-    )]
+    #[error("unknown verb {0:?}: expected one of get, list, watch, create, update, patch, delete, deletecollection")]
     UnknownVerb(String),
     #[error("no verbs: the rule grants nothing")]
     EmptyVerbs,
     #[error("verb {verb:?} on {resource:?} would let the operator rewrite its own permissions")]
     RbacWrite { resource: String, verb: String },
-    #[error(
-        "resourceNames is empty, which Kubernetes reads as every object: use Rule::new for that"
-    )]
+    #[error("resourceNames is empty, which Kubernetes reads as every object: use Rule::new for that")]
     EmptyResourceNames,
     #[error("invalid resource name {0:?}")]
     InvalidResourceName(String),
@@ -333,11 +319,7 @@ impl From<RbacError> for crate::Error {
 /// merges them.
 pub fn validate(rules: &[Rule]) -> Result<(), RbacError> {
     for (index, rule) in rules.iter().enumerate() {
-        check_rule(rule).map_err(|violation| RbacError::Rule {
-            index,
-            rule: rule.to_string(),
-            violation,
-        })?;
+        check_rule(rule).map_err(|violation| RbacError::Rule { index, rule: rule.to_string(), violation })?;
     }
     Ok(())
 }
@@ -362,10 +344,7 @@ fn check_rule(rule: &Rule) -> Result<(), Violation> {
             if matches!(base_resource(resource), "roles" | "rolebindings")
                 && let Some(write) = verbs.iter().find(|v| v.is_write())
             {
-                return Err(Violation::RbacWrite {
-                    resource: resource.to_owned(),
-                    verb: write.as_str().to_owned(),
-                });
+                return Err(Violation::RbacWrite { resource: resource.to_owned(), verb: write.as_str().to_owned() });
             }
         }
     }
@@ -394,10 +373,7 @@ fn check_group(group: &str) -> Result<(), Violation> {
     if group == "core" || group == "v1" {
         return invalid("the core group is spelled \"\"");
     }
-    if !group
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-    {
+    if !group.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.') {
         return invalid("expected a lowercase DNS name");
     }
     Ok(())
@@ -408,24 +384,16 @@ fn check_resource(group: &str, resource: &str) -> Result<(), Violation> {
         return Err(Violation::WildcardResource(resource.to_owned()));
     }
     let well_formed = |part: &str| {
-        !part.is_empty()
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     };
     let mut parts = resource.split('/');
-    let ok = parts.next().is_some_and(well_formed)
-        && parts.next().is_none_or(well_formed)
-        && parts.next().is_none();
+    let ok = parts.next().is_some_and(well_formed) && parts.next().is_none_or(well_formed) && parts.next().is_none();
     if !ok {
         return Err(Violation::InvalidResource(resource.to_owned()));
     }
     let base = base_resource(resource);
     if CLUSTER_SCOPED.iter().any(|&(g, r)| g == group && r == base) {
-        return Err(Violation::ClusterScoped {
-            group: group.to_owned(),
-            resource: resource.to_owned(),
-        });
+        return Err(Violation::ClusterScoped { group: group.to_owned(), resource: resource.to_owned() });
     }
     Ok(())
 }
@@ -487,11 +455,7 @@ pub fn render(rbac: &OperatorRbac) -> Result<RenderedRbac, RbacError> {
         role: Role { metadata: metadata.clone(), rules: Some(normalize(&rbac.rules)) },
         role_binding: RoleBinding {
             metadata,
-            role_ref: RoleRef {
-                api_group: RBAC_GROUP.to_owned(),
-                kind: "Role".to_owned(),
-                name: rbac.name.clone(),
-            },
+            role_ref: RoleRef { api_group: RBAC_GROUP.to_owned(), kind: "Role".to_owned(), name: rbac.name.clone() },
             subjects: Some(vec![Subject {
                 api_group: None,
                 kind: "ServiceAccount".to_owned(),
@@ -512,9 +476,7 @@ fn check_dns_label(field: &'static str, value: &str) -> Result<(), RbacError> {
         || value.starts_with('-')
         || value.ends_with('-')
     {
-        return invalid(
-            "must be lowercase letters, digits and '-', starting and ending with a letter or digit",
-        );
+        return invalid("must be lowercase letters, digits and '-', starting and ending with a letter or digit");
     }
     Ok(())
 }
@@ -530,8 +492,7 @@ fn check_dns_label(field: &'static str, value: &str) -> Result<(), RbacError> {
 /// 4. sort by group, resources, names, verbs.
 fn normalize(rules: &[Rule]) -> Vec<PolicyRule> {
     type Verbs = BTreeSet<Verb>;
-    let verbs_of =
-        |rule: &Rule| rule.verbs.iter().filter_map(|v| Verb::parse(v)).collect::<Verbs>();
+    let verbs_of = |rule: &Rule| rule.verbs.iter().filter_map(|v| Verb::parse(v)).collect::<Verbs>();
 
     let mut unrestricted: BTreeMap<(&str, &str), Verbs> = BTreeMap::new();
     let mut named: BTreeMap<(&str, &str, &str), Verbs> = BTreeMap::new();
@@ -552,8 +513,7 @@ fn normalize(rules: &[Rule]) -> Vec<PolicyRule> {
     let mut names_by_verbs: BTreeMap<(&str, &str, Vec<Verb>), BTreeSet<&str>> = BTreeMap::new();
     for ((group, resource, name), verbs) in named {
         let already = unrestricted.get(&(group, resource));
-        let extra: Vec<Verb> =
-            verbs.into_iter().filter(|v| already.is_none_or(|a| !a.contains(v))).collect();
+        let extra: Vec<Verb> = verbs.into_iter().filter(|v| already.is_none_or(|a| !a.contains(v))).collect();
         if !extra.is_empty() {
             names_by_verbs.entry((group, resource, extra)).or_default().insert(name);
         }
@@ -562,16 +522,10 @@ fn normalize(rules: &[Rule]) -> Vec<PolicyRule> {
     type Shape<'a> = (&'a str, Option<Vec<&'a str>>, Vec<Verb>);
     let mut resources_by_shape: BTreeMap<Shape, BTreeSet<&str>> = BTreeMap::new();
     for ((group, resource), verbs) in unrestricted {
-        resources_by_shape
-            .entry((group, None, verbs.into_iter().collect()))
-            .or_default()
-            .insert(resource);
+        resources_by_shape.entry((group, None, verbs.into_iter().collect())).or_default().insert(resource);
     }
     for ((group, resource, verbs), names) in names_by_verbs {
-        resources_by_shape
-            .entry((group, Some(names.into_iter().collect()), verbs))
-            .or_default()
-            .insert(resource);
+        resources_by_shape.entry((group, Some(names.into_iter().collect()), verbs)).or_default().insert(resource);
     }
 
     let mut merged: Vec<MergedRule> = resources_by_shape
@@ -633,23 +587,11 @@ mod tests {
     use serde::Deserialize;
 
     const MYSQL_RULES: &[Rule] = &[
-        Rule::new(
-            "apps",
-            &["statefulsets"],
-            &["get", "list", "watch", "create", "patch", "delete"],
-        ),
+        Rule::new("apps", &["statefulsets"], &["get", "list", "watch", "create", "patch", "delete"]),
         Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch"]),
-        Rule::new(
-            CORE_GROUP,
-            &["services"],
-            &["get", "list", "watch", "create", "patch", "delete"],
-        ),
+        Rule::new(CORE_GROUP, &["services"], &["get", "list", "watch", "create", "patch", "delete"]),
         Rule::new(CORE_GROUP, &["secrets"], &["get"]).with_resource_names(&["mysql-root"]),
-        Rule::new(
-            "statecraft.io",
-            &["mysqlclusters", "mysqlclusters/status"],
-            &["get", "list", "watch", "patch"],
-        ),
+        Rule::new("statecraft.io", &["mysqlclusters", "mysqlclusters/status"], &["get", "list", "watch", "patch"]),
     ];
 
     fn mysql() -> OperatorRbac {
@@ -717,10 +659,7 @@ mod tests {
         validate(&base).expect("base rules are valid");
         let groups: Vec<_> = base.iter().map(|r| r.api_group).collect();
         assert_eq!(groups, ["coordination.k8s.io", "events.k8s.io"]);
-        assert!(
-            !base.iter().any(|r| r.api_group == CORE_GROUP),
-            "kube's Recorder writes events.k8s.io only"
-        );
+        assert!(!base.iter().any(|r| r.api_group == CORE_GROUP), "kube's Recorder writes events.k8s.io only");
     }
 
     /// Every kind of refused rule, with the text its error must contain to name the rule.
@@ -730,36 +669,16 @@ mod tests {
         /// The refused rule, the violation it must give, and a piece of its message.
         type Case = (Rule, fn(&Violation) -> bool, &'static str);
         let cases: &[Case] = &[
-            (
-                Rule::new("*", &["pods"], &["get"]),
-                |v| matches!(v, Violation::WildcardGroup(_)),
-                r#"apiGroup: "*""#,
-            ),
-            (
-                Rule::new("apps", &["*"], &["get"]),
-                |v| matches!(v, Violation::WildcardResource(_)),
-                "resources: [*]",
-            ),
-            (
-                Rule::new("", &["pods/*"], &["get"]),
-                |v| matches!(v, Violation::WildcardResource(_)),
-                "pods/*",
-            ),
-            (
-                Rule::new("apps", &["deployments"], &["*"]),
-                |v| matches!(v, Violation::WildcardVerb),
-                "verbs: [*]",
-            ),
+            (Rule::new("*", &["pods"], &["get"]), |v| matches!(v, Violation::WildcardGroup(_)), r#"apiGroup: "*""#),
+            (Rule::new("apps", &["*"], &["get"]), |v| matches!(v, Violation::WildcardResource(_)), "resources: [*]"),
+            (Rule::new("", &["pods/*"], &["get"]), |v| matches!(v, Violation::WildcardResource(_)), "pods/*"),
+            (Rule::new("apps", &["deployments"], &["*"]), |v| matches!(v, Violation::WildcardVerb), "verbs: [*]"),
             (
                 Rule::new("", &["nodes"], &["get"]),
                 |v| matches!(v, Violation::ClusterScoped { .. }),
                 "resources: [nodes]",
             ),
-            (
-                Rule::new("", &["namespaces"], &["list"]),
-                |v| matches!(v, Violation::ClusterScoped { .. }),
-                "namespaces",
-            ),
+            (Rule::new("", &["namespaces"], &["list"]), |v| matches!(v, Violation::ClusterScoped { .. }), "namespaces"),
             (
                 Rule::new("", &["nodes/status"], &["get"]),
                 |v| matches!(v, Violation::ClusterScoped { .. }),
@@ -807,31 +726,15 @@ mod tests {
                 |v| *v == Violation::UnknownVerb("fetch".into()),
                 "verbs: [get, fetch]",
             ),
-            (
-                Rule::new("", &["pods"], &["GET"]),
-                |v| *v == Violation::UnknownVerb("GET".into()),
-                "GET",
-            ),
-            (
-                Rule::new("", &["Pods"], &["get"]),
-                |v| matches!(v, Violation::InvalidResource(_)),
-                "Pods",
-            ),
-            (
-                Rule::new("", &[""], &["get"]),
-                |v| matches!(v, Violation::InvalidResource(_)),
-                "resources: []",
-            ),
+            (Rule::new("", &["pods"], &["GET"]), |v| *v == Violation::UnknownVerb("GET".into()), "GET"),
+            (Rule::new("", &["Pods"], &["get"]), |v| matches!(v, Violation::InvalidResource(_)), "Pods"),
+            (Rule::new("", &[""], &["get"]), |v| matches!(v, Violation::InvalidResource(_)), "resources: []"),
             (
                 Rule::new("apps/v1", &["deployments"], &["get"]),
                 |v| matches!(v, Violation::InvalidGroup { .. }),
                 "apps/v1",
             ),
-            (
-                Rule::new("core", &["pods"], &["get"]),
-                |v| matches!(v, Violation::InvalidGroup { .. }),
-                r#""core""#,
-            ),
+            (Rule::new("core", &["pods"], &["get"]), |v| matches!(v, Violation::InvalidGroup { .. }), r#""core""#),
             (
                 Rule::new("", &["secrets"], &["get"]).with_resource_names(&[]),
                 |v| *v == Violation::EmptyResourceNames,
@@ -861,23 +764,16 @@ mod tests {
 
     #[test]
     fn invalid_names_are_refused() {
-        for (name, namespace) in
-            [("", "ns"), ("Op", "ns"), ("op", "-ns"), ("op", "a.b"), (&*"x".repeat(64), "ns")]
-        {
-            let err =
-                render(&OperatorRbac::new(name, namespace, base_rules())).expect_err("refused");
+        for (name, namespace) in [("", "ns"), ("Op", "ns"), ("op", "-ns"), ("op", "a.b"), (&*"x".repeat(64), "ns")] {
+            let err = render(&OperatorRbac::new(name, namespace, base_rules())).expect_err("refused");
             assert!(matches!(err, RbacError::InvalidName { .. }), "{name:?}/{namespace:?}: {err}");
         }
     }
 
     #[test]
     fn reading_roles_is_allowed() {
-        validate(&[Rule::new(
-            "rbac.authorization.k8s.io",
-            &["roles", "rolebindings"],
-            &["get", "list", "watch"],
-        )])
-        .expect("read-only access to roles is fine");
+        validate(&[Rule::new("rbac.authorization.k8s.io", &["roles", "rolebindings"], &["get", "list", "watch"])])
+            .expect("read-only access to roles is fine");
     }
 
     #[test]
@@ -890,21 +786,13 @@ mod tests {
             "statecraft-mysql",
             "databases",
             [
-                Rule::new(
-                    "statecraft.io",
-                    &["mysqlclusters/status"],
-                    &["patch", "get", "list", "watch"],
-                ),
+                Rule::new("statecraft.io", &["mysqlclusters/status"], &["patch", "get", "list", "watch"]),
                 Rule::new(CORE_GROUP, &["services"], &["delete", "patch"]),
                 Rule::new("events.k8s.io", &["events"], &["patch", "create"]),
                 Rule::new(CORE_GROUP, &["secrets"], &["get"]).with_resource_names(&["mysql-root"]),
                 Rule::new(CORE_GROUP, &["pods", "services"], &["watch", "list", "get"]),
                 Rule::new(CORE_GROUP, &["services"], &["create", "get"]),
-                Rule::new(
-                    "apps",
-                    &["statefulsets"],
-                    &["get", "list", "watch", "create", "patch", "delete"],
-                ),
+                Rule::new("apps", &["statefulsets"], &["get", "list", "watch", "create", "patch", "delete"]),
                 Rule::new("statecraft.io", &["mysqlclusters"], &["get", "list", "watch", "patch"]),
                 Rule::new("coordination.k8s.io", &["leases"], &["update", "get", "create"]),
                 Rule::new("coordination.k8s.io", &["leases"], &["get"]),
@@ -920,19 +808,15 @@ mod tests {
     #[test]
     fn merging_keeps_names_separate_and_drops_what_is_already_granted() {
         let rules = [
-            Rule::new(CORE_GROUP, &["secrets"], &["get", "update"])
-                .with_resource_names(&["b", "a"]),
-            Rule::new(CORE_GROUP, &["configmaps"], &["get", "update"])
-                .with_resource_names(&["a", "b"]),
+            Rule::new(CORE_GROUP, &["secrets"], &["get", "update"]).with_resource_names(&["b", "a"]),
+            Rule::new(CORE_GROUP, &["configmaps"], &["get", "update"]).with_resource_names(&["a", "b"]),
             Rule::new(CORE_GROUP, &["secrets"], &["get"]),
             Rule::new(CORE_GROUP, &["secrets"], &["get"]),
         ];
         let policy = normalize(&rules);
         let view: Vec<_> = policy
             .iter()
-            .map(|p| {
-                (p.resources.clone().unwrap_or_default(), p.resource_names.clone(), p.verbs.clone())
-            })
+            .map(|p| (p.resources.clone().unwrap_or_default(), p.resource_names.clone(), p.verbs.clone()))
             .collect();
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
@@ -953,8 +837,7 @@ mod tests {
         let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
             .map(|doc| serde_yaml::Value::deserialize(doc).expect("each document parses"))
             .collect();
-        let kinds: Vec<_> =
-            docs.iter().map(|d| (d["apiVersion"].as_str(), d["kind"].as_str())).collect();
+        let kinds: Vec<_> = docs.iter().map(|d| (d["apiVersion"].as_str(), d["kind"].as_str())).collect();
         assert_eq!(
             kinds,
             [
@@ -1053,8 +936,7 @@ subjects:
     #[test]
     fn cluster_scoped_list_covers_k8s_openapi() {
         use k8s_openapi::{ClusterResourceScope, Resource};
-        fn listed<T: Resource<Scope = ClusterResourceScope>>()
-        -> Option<(&'static str, &'static str)> {
+        fn listed<T: Resource<Scope = ClusterResourceScope>>() -> Option<(&'static str, &'static str)> {
             let key = (T::GROUP, T::URL_PATH_SEGMENT);
             (!CLUSTER_SCOPED.contains(&key)).then_some(key)
         }

@@ -95,7 +95,13 @@ pub fn is_true(conditions: &[Condition], type_: ConditionType) -> bool {
 /// Writes `status` through the status subresource with server-side apply, unless it equals
 /// the status the object already has. Skipping unchanged writes is what makes a steady-state
 /// reconcile send no write requests at all.
-pub async fn patch_status<K, S>(api: &Api<K>, obj: &K, current: Option<&S>, status: &S, field_manager: &str) -> Result<bool>
+pub async fn patch_status<K, S>(
+    api: &Api<K>,
+    obj: &K,
+    current: Option<&S>,
+    status: &S,
+    field_manager: &str,
+) -> Result<bool>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
     S: Serialize + PartialEq,

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
-use statecraft_shared::apply::{ApplyCache, Applier, OrphanPolicy};
+use statecraft_shared::apply::{Applier, ApplyCache, OrphanPolicy};
 use statecraft_shared::testing::apiserver::ApiServer;
 use tokio::process::{Child, Command};
 
@@ -238,9 +238,10 @@ async fn ready_by(api: &Api<DynamicObject>, name: &str) -> Option<String> {
     let obj = api.get_opt(name).await.ok()??;
     let generation = obj.metadata.generation?;
     let status = obj.data.get("status")?;
-    let ready = status["conditions"].as_array()?.iter().any(|c| {
-        c["type"] == "Ready" && c["status"] == "True" && c["observedGeneration"].as_i64() == Some(generation)
-    });
+    let ready = status["conditions"]
+        .as_array()?
+        .iter()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True" && c["observedGeneration"].as_i64() == Some(generation));
     ready.then(|| status["reconciledBy"].as_str().unwrap_or_default().to_string())
 }
 
@@ -334,7 +335,10 @@ async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestRes
         .find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()))
         .ok_or("no VmRSS")?;
     println!("operator RSS after start and one reconcile: {} KiB", rss_kib);
-    write_result("operator_idle_rss", json!({"rss_kib_after_start_and_first_reconcile": rss_kib, "binary": "statecraft-echo-operator (debug build)"}))?;
+    write_result(
+        "operator_idle_rss",
+        json!({"rss_kib_after_start_and_first_reconcile": rss_kib, "binary": "statecraft-echo-operator (debug build)"}),
+    )?;
 
     // Steady state: apart from lease renewals, the operator writes nothing.
     let user = format!("system:serviceaccount:{ns}:statecraft-echo");
@@ -358,7 +362,10 @@ async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestRes
     assert!(server.audit_count(&user, &["get"])? > reads_before, "the touch triggered a reconcile");
     let after = writes(&server)?;
     assert_eq!(after, before, "reconciling an unchanged object must send no writes");
-    write_result("steady_state_writes", json!({"write_requests_other_than_lease_renewals": after - before, "window_s": 3}))?;
+    write_result(
+        "steady_state_writes",
+        json!({"write_requests_other_than_lease_renewals": after - before, "window_s": 3}),
+    )?;
 
     // SIGTERM: the operator exits 0 and releases the lease.
     std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
@@ -394,7 +401,9 @@ async fn invalid_spec_is_reported_in_status_and_as_a_warning_event() -> TestResu
     let events: Api<Event> = Api::namespaced(admin.clone(), ns);
     let warning = eventually(Duration::from_secs(10), "a Warning event", || async {
         let list = events.list(&Default::default()).await.ok()?;
-        list.items.into_iter().find(|e| e.type_.as_deref() == Some("Warning") && e.reason.as_deref() == Some("InvalidSpec"))
+        list.items
+            .into_iter()
+            .find(|e| e.type_.as_deref() == Some("Warning") && e.reason.as_deref() == Some("InvalidSpec"))
     })
     .await?;
     assert!(warning.note.unwrap_or_default().contains("spec.message"));

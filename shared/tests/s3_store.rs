@@ -28,63 +28,38 @@ fn store(server: &S3Server, prefix: &str) -> S3Store {
 /// 5 MiB parts (S3's minimum), to exercise multipart paths with little data.
 fn small_parts(store: S3Store) -> S3Store {
     store
-        .with_transfer_config(TransferConfig {
-            part_size: 5 * MIB as usize,
-            ..Default::default()
-        })
+        .with_transfer_config(TransferConfig { part_size: 5 * MIB as usize, ..Default::default() })
         .expect("valid config")
 }
 
 async fn bytes_of(seed: u64, len: u64) -> Vec<u8> {
     let mut v = Vec::new();
-    PatternReader::new(seed, len)
-        .read_to_end(&mut v)
-        .await
-        .expect("generate");
+    PatternReader::new(seed, len).read_to_end(&mut v).await.expect("generate");
     v
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_stream_round_trips_byte_for_byte() {
-    let len: u64 = std::env::var("STATECRAFT_TEST_S3_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1024 * MIB);
+    let len: u64 = std::env::var("STATECRAFT_TEST_S3_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024 * MIB);
     let server = server().await;
     let store = store(&server, "mysql/prod");
     let part_size = store.transfer_config().part_size as u64;
 
-    let receipt = store
-        .upload("full.sql", PatternReader::new(42, len))
-        .await
-        .expect("upload");
+    let receipt = store.upload("full.sql", PatternReader::new(42, len)).await.expect("upload");
     assert_eq!(receipt.size, len);
     assert_eq!(receipt.parts as u64, len.div_ceil(part_size));
     assert_eq!(receipt.object_key, "mysql/prod/full.sql");
     // Independently regenerated: the receipt is the hash of what the reader produced.
     assert_eq!(receipt.sha256, PatternReader::sha256_of(42, len));
-    assert_eq!(
-        std::fs::metadata(server.object_path(BUCKET, "mysql/prod/full.sql"))
-            .expect("object file")
-            .len(),
-        len
-    );
+    assert_eq!(std::fs::metadata(server.object_path(BUCKET, "mysql/prod/full.sql")).expect("object file").len(), len);
 
     let mut sink = HashingWriter::new();
-    let downloaded = store
-        .download("full.sql", &mut sink, Some(&receipt.sha256))
-        .await
-        .expect("download");
+    let downloaded = store.download("full.sql", &mut sink, Some(&receipt.sha256)).await.expect("download");
     assert_eq!(sink.written(), len);
     assert_eq!(sink.sha256(), receipt.sha256);
     assert_eq!(downloaded.sha256, receipt.sha256);
     assert!(downloaded.sha256_verified);
-    assert!(
-        server
-            .incomplete_upload_files()
-            .expect("read root")
-            .is_empty()
-    );
+    assert!(server.incomplete_upload_files().expect("read root").is_empty());
 }
 
 #[tokio::test]
@@ -92,21 +67,12 @@ async fn small_object_is_one_put_and_round_trips() {
     let server = server().await;
     let store = store(&server, "");
     let len = MIB + 7;
-    let receipt = store
-        .upload("small.bin", PatternReader::new(1, len))
-        .await
-        .expect("upload");
+    let receipt = store.upload("small.bin", PatternReader::new(1, len)).await.expect("upload");
     assert_eq!((receipt.size, receipt.parts), (len, 0));
 
     let mut out = Vec::new();
-    let downloaded = store
-        .download("small.bin", &mut out, None)
-        .await
-        .expect("download");
-    assert!(
-        downloaded.sha256_verified,
-        "sha256 metadata recorded by PutObject"
-    );
+    let downloaded = store.download("small.bin", &mut out, None).await.expect("download");
+    assert!(downloaded.sha256_verified, "sha256 metadata recorded by PutObject");
     assert_eq!(out, bytes_of(1, len).await);
 
     // The same through the AsyncRead interface.
@@ -114,30 +80,18 @@ async fn small_object_is_one_put_and_round_trips() {
     let mut again = Vec::new();
     reader.read_to_end(&mut again).await.expect("read");
     assert_eq!(again, out);
-    assert_eq!(
-        reader.receipt().map(|r| r.sha256.as_str()),
-        Some(receipt.sha256.as_str())
-    );
+    assert_eq!(reader.receipt().map(|r| r.sha256.as_str()), Some(receipt.sha256.as_str()));
 }
 
 #[tokio::test]
 async fn empty_stream_round_trips() {
     let server = server().await;
     let store = store(&server, "p");
-    let receipt = store
-        .upload("empty", tokio::io::empty())
-        .await
-        .expect("upload");
+    let receipt = store.upload("empty", tokio::io::empty()).await.expect("upload");
     assert_eq!(receipt.size, 0);
-    assert_eq!(
-        receipt.sha256,
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-    );
+    assert_eq!(receipt.sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     let mut out = Vec::new();
-    let downloaded = store
-        .download("empty", &mut out, None)
-        .await
-        .expect("download");
+    let downloaded = store.download("empty", &mut out, None).await.expect("download");
     assert!(out.is_empty());
     assert!(downloaded.sha256_verified);
     let listed = store.list("").await.expect("list");
@@ -149,33 +103,15 @@ async fn empty_stream_round_trips() {
 async fn part_boundaries_and_concurrency_one() {
     let server = server().await;
     let five = 5 * MIB;
-    for (concurrency, len, parts) in [
-        (4, five, 1),
-        (4, 2 * five, 2),
-        (4, 2 * five + 1, 3),
-        (1, 3 * five - 1, 3),
-    ] {
+    for (concurrency, len, parts) in [(4, five, 1), (4, 2 * five, 2), (4, 2 * five + 1, 3), (1, 3 * five - 1, 3)] {
         let store = store(&server, "b")
-            .with_transfer_config(TransferConfig {
-                part_size: five as usize,
-                concurrency,
-                ..Default::default()
-            })
+            .with_transfer_config(TransferConfig { part_size: five as usize, concurrency, ..Default::default() })
             .expect("config");
         let key = format!("{concurrency}-{len}");
-        let receipt = store
-            .upload(&key, PatternReader::new(len, len))
-            .await
-            .expect("upload");
+        let receipt = store.upload(&key, PatternReader::new(len, len)).await.expect("upload");
         assert_eq!((receipt.size, receipt.parts), (len, parts), "{key}");
         let mut out = Vec::new();
-        assert!(
-            store
-                .download(&key, &mut out, None)
-                .await
-                .expect("download")
-                .sha256_verified
-        );
+        assert!(store.download(&key, &mut out, None).await.expect("download").sha256_verified);
         assert_eq!(out, bytes_of(len, len).await, "{key}");
     }
 }
@@ -187,18 +123,9 @@ async fn unsigned_payloads_round_trip() {
     let store = small_parts(store(&server, "u")).with_payload_signing(false);
     for len in [100, 11 * MIB] {
         let key = format!("unsigned-{len}");
-        let receipt = store
-            .upload(&key, PatternReader::new(len, len))
-            .await
-            .expect("upload");
+        let receipt = store.upload(&key, PatternReader::new(len, len)).await.expect("upload");
         let mut sink = HashingWriter::new();
-        assert!(
-            store
-                .download(&key, &mut sink, None)
-                .await
-                .expect("download")
-                .sha256_verified
-        );
+        assert!(store.download(&key, &mut sink, None).await.expect("download").sha256_verified);
         assert_eq!((sink.written(), sink.sha256()), (len, receipt.sha256));
     }
 }
@@ -215,23 +142,12 @@ async fn objects_too_large_for_one_copy_are_stamped_by_multipart_copy() {
         })
         .expect("config");
     let len = 12 * MIB + 3;
-    let receipt = store
-        .upload("big", PatternReader::new(9, len))
-        .await
-        .expect("upload");
+    let receipt = store.upload("big", PatternReader::new(9, len)).await.expect("upload");
     let mut sink = HashingWriter::new();
-    let downloaded = store
-        .download("big", &mut sink, None)
-        .await
-        .expect("download");
+    let downloaded = store.download("big", &mut sink, None).await.expect("download");
     assert!(downloaded.sha256_verified);
     assert_eq!((sink.written(), sink.sha256()), (len, receipt.sha256));
-    assert!(
-        server
-            .incomplete_upload_files()
-            .expect("read root")
-            .is_empty()
-    );
+    assert!(server.incomplete_upload_files().expect("read root").is_empty());
 }
 
 #[tokio::test]
@@ -239,25 +155,16 @@ async fn failing_reader_leaves_no_object_and_no_upload() {
     let server = server().await;
     let store = store(&server, "mysql");
     let reader = PatternReader::with_end(3, 40 * MIB, StreamEnd::Error);
-    let err = store
-        .upload("broken.sql", reader)
-        .await
-        .expect_err("reader failed");
+    let err = store.upload("broken.sql", reader).await.expect_err("reader failed");
     assert!(matches!(err, S3Error::Source { .. }), "{err}");
-    assert!(
-        err.to_string().contains("simulated reader failure"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("simulated reader failure"), "{err}");
 
     assert!(store.list("").await.expect("list").is_empty());
     let missing = store.open("broken.sql", None).await.expect_err("no object");
     assert!(matches!(missing, S3Error::NotFound { .. }), "{missing}");
     assert!(!server.object_path(BUCKET, "mysql/broken.sql").exists());
     let leftovers = server.incomplete_upload_files().expect("read root");
-    assert!(
-        leftovers.is_empty(),
-        "multipart upload not aborted: {leftovers:?}"
-    );
+    assert!(leftovers.is_empty(), "multipart upload not aborted: {leftovers:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,8 +173,7 @@ async fn cancelled_upload_is_aborted() {
     let store = small_parts(store(&server, ""));
     // Hangs after 40 MiB, like a stuck dump; the caller gives up.
     let reader = PatternReader::with_end(4, 40 * MIB, StreamEnd::Stall);
-    let timed_out =
-        tokio::time::timeout(Duration::from_secs(5), store.upload("hung.sql", reader)).await;
+    let timed_out = tokio::time::timeout(Duration::from_secs(5), store.upload("hung.sql", reader)).await;
     assert!(timed_out.is_err(), "upload cannot finish");
 
     // The abort runs in the background after the drop.
@@ -277,17 +183,11 @@ async fn cancelled_upload_is_aborted() {
         if leftovers.is_empty() {
             break;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "multipart upload not aborted: {leftovers:?}"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "multipart upload not aborted: {leftovers:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(store.list("").await.expect("list").is_empty());
-    assert!(matches!(
-        store.open("hung.sql", None).await,
-        Err(S3Error::NotFound { .. })
-    ));
+    assert!(matches!(store.open("hung.sql", None).await, Err(S3Error::NotFound { .. })));
 }
 
 #[tokio::test]
@@ -295,30 +195,18 @@ async fn wrong_credentials_name_bucket_and_endpoint() {
     let server = server().await;
     let location = server.location(BUCKET, "");
     let cases = [
-        (
-            "wrong secret",
-            S3Credentials::new(server.access_key(), "not-the-secret"),
-        ),
-        (
-            "unknown key id",
-            S3Credentials::new("AKNOBODY", server.secret_key()),
-        ),
+        ("wrong secret", S3Credentials::new(server.access_key(), "not-the-secret")),
+        ("unknown key id", S3Credentials::new("AKNOBODY", server.secret_key())),
     ];
     for (case, credentials) in cases {
         let store = S3Store::new(&location, credentials).expect("store");
         for err in [
             store.check().await.expect_err("HeadBucket"),
-            store
-                .upload("x", PatternReader::new(1, 10))
-                .await
-                .expect_err("PutObject"),
+            store.upload("x", PatternReader::new(1, 10)).await.expect_err("PutObject"),
             store.list("").await.expect_err("ListObjectsV2"),
         ] {
             let text = err.to_string();
-            assert!(
-                matches!(err, S3Error::AccessDenied { .. }),
-                "{case}: {text}"
-            );
+            assert!(matches!(err, S3Error::AccessDenied { .. }), "{case}: {text}");
             assert!(text.contains("bucket \"backups\""), "{case}: {text}");
             assert!(text.contains(server.endpoint()), "{case}: {text}");
             assert!(text.contains("access denied"), "{case}: {text}");
@@ -339,13 +227,7 @@ async fn missing_bucket_names_bucket_and_endpoint() {
     ] {
         let text = err.to_string();
         assert!(matches!(err, S3Error::NoSuchBucket { .. }), "{text}");
-        assert_eq!(
-            text,
-            format!(
-                "bucket \"no-such-bucket\" at {}: no such bucket",
-                server.endpoint()
-            )
-        );
+        assert_eq!(text, format!("bucket \"no-such-bucket\" at {}: no such bucket", server.endpoint()));
         assert!(!err.is_transient());
     }
 }
@@ -355,20 +237,12 @@ async fn unreachable_endpoint_is_transient() {
     let server = server().await;
     let mut location = server.location(BUCKET, "");
     // A port nobody listens on: bind one, then close it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
     location.endpoint = Some(format!("http://127.0.0.1:{port}"));
     let store = S3Store::new(&location, server.credentials()).expect("store");
     let err = store.check().await.expect_err("nobody listens");
     assert!(err.is_transient(), "{err}");
-    assert!(
-        err.to_string()
-            .contains(&format!("bucket \"backups\" at http://127.0.0.1:{port}")),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&format!("bucket \"backups\" at http://127.0.0.1:{port}")), "{err}");
 }
 
 #[tokio::test]
@@ -378,44 +252,24 @@ async fn list_by_prefix_and_delete() {
     let store = store(&server, "cluster-a");
     let before = Utc::now() - chrono::Duration::seconds(5);
     for (i, key) in ["full/1.sql", "full/2.sql", "binlog/1"].iter().enumerate() {
-        store
-            .upload(key, PatternReader::new(i as u64, 100 + i as u64))
-            .await
-            .expect("upload");
+        store.upload(key, PatternReader::new(i as u64, 100 + i as u64)).await.expect("upload");
     }
-    other
-        .upload("full/1.sql", PatternReader::new(0, 1))
-        .await
-        .expect("upload");
+    other.upload("full/1.sql", PatternReader::new(0, 1)).await.expect("upload");
 
     let full = store.list("full/").await.expect("list");
     let keys: Vec<&str> = full.iter().map(|o| o.key.as_str()).collect();
     assert_eq!(keys, ["full/1.sql", "full/2.sql"]);
     assert_eq!((full[0].size, full[1].size), (100, 101));
     assert!(
-        full.iter().all(|o| o.last_modified > before
-            && o.last_modified < Utc::now() + chrono::Duration::seconds(5))
+        full.iter().all(|o| o.last_modified > before && o.last_modified < Utc::now() + chrono::Duration::seconds(5))
     );
     assert_eq!(store.list("").await.expect("list").len(), 3);
 
     store.delete("full/1.sql").await.expect("delete");
-    store
-        .delete("full/1.sql")
-        .await
-        .expect("deleting a missing object succeeds");
-    let keys: Vec<String> = store
-        .list("")
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|o| o.key)
-        .collect();
+    store.delete("full/1.sql").await.expect("deleting a missing object succeeds");
+    let keys: Vec<String> = store.list("").await.expect("list").into_iter().map(|o| o.key).collect();
     assert_eq!(keys, ["binlog/1", "full/2.sql"]);
-    assert_eq!(
-        other.list("").await.expect("list").len(),
-        1,
-        "other prefix untouched"
-    );
+    assert_eq!(other.list("").await.expect("list").len(), 1, "other prefix untouched");
 }
 
 #[tokio::test]
@@ -426,45 +280,21 @@ async fn retention_deletes_old_objects_beyond_the_newest() {
     // backup-0 is today's, backup-5 five days old (s3s-fs reports file times).
     for i in 0..6u64 {
         let key = format!("backup-{i}");
-        store
-            .upload(&key, PatternReader::new(i, 10))
-            .await
-            .expect("upload");
-        let file = std::fs::File::options()
-            .write(true)
-            .open(server.object_path(BUCKET, &format!("db/{key}")))
-            .expect("open");
-        file.set_modified(SystemTime::now() - day * i as u32)
-            .expect("set mtime");
+        store.upload(&key, PatternReader::new(i, 10)).await.expect("upload");
+        let file =
+            std::fs::File::options().write(true).open(server.object_path(BUCKET, &format!("db/{key}"))).expect("open");
+        file.set_modified(SystemTime::now() - day * i as u32).expect("set mtime");
     }
     // Keep the 2 newest or anything younger than 3.5 days: backup-0..3 stay.
-    let policy = RetentionPolicy {
-        keep_last: Some(2),
-        max_age: Some(day * 7 / 2),
-    };
-    let deleted = store
-        .apply_retention("", &policy, Utc::now())
-        .await
-        .expect("retention");
+    let policy = RetentionPolicy { keep_last: Some(2), max_age: Some(day * 7 / 2) };
+    let deleted = store.apply_retention("", &policy, Utc::now()).await.expect("retention");
     let deleted: Vec<&str> = deleted.iter().map(|o| o.key.as_str()).collect();
     assert_eq!(deleted, ["backup-5", "backup-4"]);
-    let left: Vec<String> = store
-        .list("")
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|o| o.key)
-        .collect();
+    let left: Vec<String> = store.list("").await.expect("list").into_iter().map(|o| o.key).collect();
     assert_eq!(left, ["backup-0", "backup-1", "backup-2", "backup-3"]);
 
     // An empty policy deletes nothing.
-    assert!(
-        store
-            .apply_retention("", &RetentionPolicy::default(), Utc::now())
-            .await
-            .expect("retention")
-            .is_empty()
-    );
+    assert!(store.apply_retention("", &RetentionPolicy::default(), Utc::now()).await.expect("retention").is_empty());
     assert_eq!(store.list("").await.expect("list").len(), 4);
 }
 
@@ -473,24 +303,14 @@ async fn corrupted_objects_are_detected() {
     let server = server().await;
     let store = small_parts(store(&server, "c"));
     let len = 7 * MIB; // multipart: checksum stamped by CopyObject
-    let receipt = store
-        .upload("flipped", PatternReader::new(5, len))
-        .await
-        .expect("upload");
+    let receipt = store.upload("flipped", PatternReader::new(5, len)).await.expect("upload");
     let path = server.object_path(BUCKET, "c/flipped");
     {
-        let mut f = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .expect("open object file");
+        let mut f = std::fs::File::options().read(true).write(true).open(&path).expect("open object file");
         f.seek(SeekFrom::Start(len / 2)).expect("seek");
         f.write_all(b"X").expect("corrupt one byte");
     }
-    let err = store
-        .download("flipped", &mut HashingWriter::new(), None)
-        .await
-        .expect_err("corrupt");
+    let err = store.download("flipped", &mut HashingWriter::new(), None).await.expect_err("corrupt");
     match &err {
         S3Error::Corrupt { what, expected, .. } => {
             assert_eq!((*what, &**expected), ("sha256", receipt.sha256.as_str()))
@@ -498,54 +318,31 @@ async fn corrupted_objects_are_detected() {
         other => panic!("expected Corrupt, got {other}"),
     }
     assert!(!err.is_transient());
-    assert!(err.to_string().contains(&format!(
-        "bucket \"backups\" at {}: object \"flipped\" is corrupt",
-        server.endpoint()
-    )));
+    assert!(
+        err.to_string()
+            .contains(&format!("bucket \"backups\" at {}: object \"flipped\" is corrupt", server.endpoint()))
+    );
 
     // Through the AsyncRead interface, the final read fails instead of reporting EOF.
     let mut reader = store.open("flipped", None).await.expect("open");
-    let io_err = tokio::io::copy(&mut reader, &mut tokio::io::sink())
-        .await
-        .expect_err("corrupt");
+    let io_err = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await.expect_err("corrupt");
     assert_eq!(io_err.kind(), std::io::ErrorKind::InvalidData);
-    let inner = io_err
-        .into_inner()
-        .and_then(|e| e.downcast::<S3Error>().ok())
-        .expect("S3Error inside");
-    assert!(
-        matches!(*inner, S3Error::Corrupt { what: "sha256", .. }),
-        "{inner}"
-    );
+    let inner = io_err.into_inner().and_then(|e| e.downcast::<S3Error>().ok()).expect("S3Error inside");
+    assert!(matches!(*inner, S3Error::Corrupt { what: "sha256", .. }), "{inner}");
 
     // A truncated object (small, stamped by PutObject) fails on size.
-    store
-        .upload("truncated", PatternReader::new(6, 1000))
-        .await
-        .expect("upload");
+    store.upload("truncated", PatternReader::new(6, 1000)).await.expect("upload");
     std::fs::File::options()
         .write(true)
         .open(server.object_path(BUCKET, "c/truncated"))
         .and_then(|f| f.set_len(999))
         .expect("truncate");
-    let err = store
-        .download("truncated", &mut Vec::new(), None)
-        .await
-        .expect_err("truncated");
-    assert!(
-        matches!(&err, S3Error::Corrupt { what: "size", .. }),
-        "{err}"
-    );
+    let err = store.download("truncated", &mut Vec::new(), None).await.expect_err("truncated");
+    assert!(matches!(&err, S3Error::Corrupt { what: "size", .. }), "{err}");
 
     // A caller-supplied checksum is checked even when the metadata agrees with the data.
-    store
-        .upload("intact", PatternReader::new(7, 1000))
-        .await
-        .expect("upload");
+    store.upload("intact", PatternReader::new(7, 1000)).await.expect("upload");
     let wrong = "00".repeat(32);
-    let err = store
-        .download("intact", &mut Vec::new(), Some(&wrong))
-        .await
-        .expect_err("unexpected checksum");
+    let err = store.download("intact", &mut Vec::new(), Some(&wrong)).await.expect_err("unexpected checksum");
     assert!(matches!(&err, S3Error::Corrupt { .. }), "{err}");
 }

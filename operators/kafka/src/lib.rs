@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
+use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::rbac::Rule;
 use statecraft_shared::runner::{Operator, Runtime};
-use statecraft_shared::{Error, Result};
-use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::tokio_util::sync::CancellationToken;
+use statecraft_shared::{Error, Result};
 
 /// The operator, as the shared runner sees it.
 pub struct KafkaOperator;

@@ -20,13 +20,23 @@ use crate::{Error, Result};
 
 /// Binds both addresses (so a port clash fails start-up, not later) and serves them until
 /// `stop` is cancelled. When both addresses are equal, one listener serves all paths.
-pub async fn serve(health: SocketAddr, metrics: SocketAddr, ready: Arc<AtomicBool>, registry: Arc<Metrics>, stop: CancellationToken) -> Result<()> {
+pub async fn serve(
+    health: SocketAddr,
+    metrics: SocketAddr,
+    ready: Arc<AtomicBool>,
+    registry: Arc<Metrics>,
+    stop: CancellationToken,
+) -> Result<()> {
     let health_routes = Router::new().route("/healthz", get(|| async { "ok" })).route(
         "/readyz",
         get(move || {
             let ready = ready.clone();
             async move {
-                if ready.load(Ordering::SeqCst) { (StatusCode::OK, "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "waiting for CRDs") }
+                if ready.load(Ordering::SeqCst) {
+                    (StatusCode::OK, "ok")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "waiting for CRDs")
+                }
             }
         }),
     );

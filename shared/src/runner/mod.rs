@@ -247,12 +247,14 @@ pub fn manifests_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Resu
         None => return Err(Error::invalid_spec("--image", format!("no default image for {} in images.env", O::NAME))),
     };
     let deployment = crate::deploy::deployment(O::NAME, namespace, image);
-    let yaml = serde_yaml::to_string(&deployment).map_err(|e| Error::Permanent(format!("rendering Deployment: {e}")))?;
+    let yaml =
+        serde_yaml::to_string(&deployment).map_err(|e| Error::Permanent(format!("rendering Deployment: {e}")))?;
     Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace)?))
 }
 
 fn init_tracing(args: &RunArgs) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let result = match args.log_format {
         LogFormat::Json => builder.json().try_init(),
@@ -368,7 +370,12 @@ fn spawn_signal_handler(stop: CancellationToken) {
 
 /// Waits until every CRD's kind can be listed in `namespace`: then the CRD is established
 /// and this operator's Role covers it.
-async fn wait_for_crds(client: &Client, namespace: &str, crds: &[CustomResourceDefinition], stop: &CancellationToken) -> Result<()> {
+async fn wait_for_crds(
+    client: &Client,
+    namespace: &str,
+    crds: &[CustomResourceDefinition],
+    stop: &CancellationToken,
+) -> Result<()> {
     for crd in crds {
         let Some(version) = crd.spec.versions.iter().find(|v| v.storage).or(crd.spec.versions.first()) else {
             continue;
@@ -404,8 +411,6 @@ async fn wait_for_crds(client: &Client, namespace: &str, crds: &[CustomResourceD
     }
     Ok(())
 }
-
-
 
 #[cfg(test)]
 mod tests {

@@ -88,11 +88,7 @@ impl S3CredentialsSecretRef {
 
 impl S3Location {
     /// A location with default region, no endpoint (AWS) and virtual-hosted addressing.
-    pub fn new(
-        bucket: impl Into<String>,
-        prefix: impl Into<String>,
-        secret: S3CredentialsSecretRef,
-    ) -> Self {
+    pub fn new(bucket: impl Into<String>, prefix: impl Into<String>, secret: S3CredentialsSecretRef) -> Self {
         S3Location {
             bucket: bucket.into(),
             prefix: prefix.into(),
@@ -107,67 +103,39 @@ impl S3Location {
     /// invalid-spec error naming the field instead of an obscure network failure. Field
     /// names in the error are relative to the location (`bucket`, `endpoint`, ...).
     pub fn validate(&self) -> Result<(), S3Error> {
-        let invalid = |field: &str, message: String| {
-            Err(S3Error::InvalidConfig {
-                field: field.to_owned(),
-                message,
-            })
-        };
+        let invalid = |field: &str, message: String| Err(S3Error::InvalidConfig { field: field.to_owned(), message });
         let b = &self.bucket;
         if !(3..=63).contains(&b.len()) {
             return invalid("bucket", format!("{b:?} must be 3 to 63 characters long"));
         }
-        if !b
-            .bytes()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-')
-        {
-            return invalid(
-                "bucket",
-                format!("{b:?} may contain only lowercase letters, digits, '.' and '-'"),
-            );
+        if !b.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-') {
+            return invalid("bucket", format!("{b:?} may contain only lowercase letters, digits, '.' and '-'"));
         }
         let alnum = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
         if !alnum(b.bytes().next()) || !alnum(b.bytes().last()) {
-            return invalid(
-                "bucket",
-                format!("{b:?} must begin and end with a letter or digit"),
-            );
+            return invalid("bucket", format!("{b:?} must begin and end with a letter or digit"));
         }
         if let Some(e) = &self.endpoint {
-            let rest = e
-                .strip_prefix("http://")
-                .or_else(|| e.strip_prefix("https://"));
+            let rest = e.strip_prefix("http://").or_else(|| e.strip_prefix("https://"));
             if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
-                return invalid(
-                    "endpoint",
-                    format!("{e:?} must be an http:// or https:// URL with a host"),
-                );
+                return invalid("endpoint", format!("{e:?} must be an http:// or https:// URL with a host"));
             }
         }
         if self.region.trim().is_empty() {
             return invalid("region", "must not be empty".to_owned());
         }
         if self.prefix.split('/').any(|s| s == "." || s == "..") {
-            return invalid(
-                "prefix",
-                format!("{:?} must not contain '.' or '..' segments", self.prefix),
-            );
+            return invalid("prefix", format!("{:?} must not contain '.' or '..' segments", self.prefix));
         }
         let s = &self.credentials_secret;
         if s.name.is_empty() {
             return invalid("credentialsSecret.name", "must not be empty".to_owned());
         }
         if s.access_key_id_key.is_empty() {
-            return invalid(
-                "credentialsSecret.accessKeyIdKey",
-                "must not be empty".to_owned(),
-            );
+            return invalid("credentialsSecret.accessKeyIdKey", "must not be empty".to_owned());
         }
         if s.secret_access_key_key.is_empty() {
-            return invalid(
-                "credentialsSecret.secretAccessKeyKey",
-                "must not be empty".to_owned(),
-            );
+            return invalid("credentialsSecret.secretAccessKeyKey", "must not be empty".to_owned());
         }
         Ok(())
     }
@@ -175,11 +143,7 @@ impl S3Location {
     /// The prefix as used in keys: no leading `/`, a trailing `/` unless empty.
     pub fn normalized_prefix(&self) -> String {
         let p = self.prefix.trim_matches('/');
-        if p.is_empty() {
-            String::new()
-        } else {
-            format!("{p}/")
-        }
+        if p.is_empty() { String::new() } else { format!("{p}/") }
     }
 
     /// The endpoint as shown in error messages: the configured one, or the AWS endpoint
@@ -219,10 +183,7 @@ impl fmt::Debug for S3Credentials {
         f.debug_struct("S3Credentials")
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &"<redacted>")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -248,12 +209,7 @@ pub struct TransferConfig {
 
 impl Default for TransferConfig {
     fn default() -> Self {
-        TransferConfig {
-            part_size: 16 * MIB,
-            concurrency: 4,
-            max_single_copy: 5 * GIB,
-            copy_part_size: GIB,
-        }
+        TransferConfig { part_size: 16 * MIB, concurrency: 4, max_single_copy: 5 * GIB, copy_part_size: GIB }
     }
 }
 
@@ -267,35 +223,18 @@ pub const MAX_PARTS: u64 = 10_000;
 impl TransferConfig {
     /// Rejects values S3 would refuse mid-upload, before any byte is sent.
     pub fn validate(&self) -> Result<(), S3Error> {
-        let invalid = |field: &str, message: String| {
-            Err(S3Error::InvalidConfig {
-                field: field.to_owned(),
-                message,
-            })
-        };
+        let invalid = |field: &str, message: String| Err(S3Error::InvalidConfig { field: field.to_owned(), message });
         if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.part_size) {
-            return invalid(
-                "partSize",
-                format!("{} must be between 5 MiB and 5 GiB", self.part_size),
-            );
+            return invalid("partSize", format!("{} must be between 5 MiB and 5 GiB", self.part_size));
         }
         if self.concurrency == 0 {
             return invalid("concurrency", "must be at least 1".to_owned());
         }
         if self.max_single_copy > 5 * GIB {
-            return invalid(
-                "maxSingleCopy",
-                format!(
-                    "{} exceeds S3's 5 GiB CopyObject limit",
-                    self.max_single_copy
-                ),
-            );
+            return invalid("maxSingleCopy", format!("{} exceeds S3's 5 GiB CopyObject limit", self.max_single_copy));
         }
         if !(MIN_PART_SIZE as u64..=MAX_PART_SIZE as u64).contains(&self.copy_part_size) {
-            return invalid(
-                "copyPartSize",
-                format!("{} must be between 5 MiB and 5 GiB", self.copy_part_size),
-            );
+            return invalid("copyPartSize", format!("{} must be between 5 MiB and 5 GiB", self.copy_part_size));
         }
         Ok(())
     }
@@ -320,10 +259,7 @@ mod tests {
         assert_eq!(l.prefix, "");
         assert!(l.force_path_style);
         assert_eq!(l.credentials_secret.access_key_id_key, "AWS_ACCESS_KEY_ID");
-        assert_eq!(
-            l.credentials_secret.secret_access_key_key,
-            "AWS_SECRET_ACCESS_KEY"
-        );
+        assert_eq!(l.credentials_secret.secret_access_key_key, "AWS_SECRET_ACCESS_KEY");
         l.validate().expect("valid");
     }
 
@@ -331,19 +267,9 @@ mod tests {
     fn schema_documents_every_field() {
         let schema = serde_json::to_value(schemars::schema_for!(S3Location)).expect("schema");
         let text = schema.to_string();
-        for field in [
-            "bucket",
-            "prefix",
-            "endpoint",
-            "region",
-            "forcePathStyle",
-            "credentialsSecret",
-            "accessKeyIdKey",
-        ] {
-            assert!(
-                text.contains(&format!("\"{field}\"")),
-                "{field} missing in {text}"
-            );
+        for field in ["bucket", "prefix", "endpoint", "region", "forcePathStyle", "credentialsSecret", "accessKeyIdKey"]
+        {
+            assert!(text.contains(&format!("\"{field}\"")), "{field} missing in {text}");
         }
         let props = &schema["properties"];
         for (name, p) in props.as_object().expect("properties") {
@@ -355,10 +281,7 @@ mod tests {
     fn bucket_names_are_checked() {
         for bad in ["ab", "Backups", "-abc", "abc-", "a_b_c", &"x".repeat(64)] {
             let e = loc(bad).validate().expect_err(bad);
-            assert!(
-                matches!(&e, S3Error::InvalidConfig { field, .. } if field == "bucket"),
-                "{bad}: {e}"
-            );
+            assert!(matches!(&e, S3Error::InvalidConfig { field, .. } if field == "bucket"), "{bad}: {e}");
         }
         for good in ["abc", "my.backups-1", &"x".repeat(63)] {
             loc(good).validate().expect(good);
@@ -386,24 +309,8 @@ mod tests {
 
     #[test]
     fn transfer_config_bounds() {
-        TransferConfig::default()
-            .validate()
-            .expect("default is valid");
-        assert!(
-            TransferConfig {
-                part_size: MIB,
-                ..Default::default()
-            }
-            .validate()
-            .is_err()
-        );
-        assert!(
-            TransferConfig {
-                concurrency: 0,
-                ..Default::default()
-            }
-            .validate()
-            .is_err()
-        );
+        TransferConfig::default().validate().expect("default is valid");
+        assert!(TransferConfig { part_size: MIB, ..Default::default() }.validate().is_err());
+        assert!(TransferConfig { concurrency: 0, ..Default::default() }.validate().is_err());
     }
 }

@@ -57,11 +57,7 @@ impl ObjectReader {
 }
 
 impl AsyncRead for ObjectReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.receipt.is_some() || buf.remaining() == 0 {
             return Poll::Ready(Ok(()));
@@ -108,11 +104,7 @@ impl S3Store {
     /// read (see [`ObjectReader`]). `expected_sha256` (hex, e.g. from an
     /// [`UploadReceipt`](super::UploadReceipt) kept elsewhere) is checked in addition to the
     /// recorded one, so that a backup is verified even if its metadata was lost.
-    pub async fn open(
-        &self,
-        key: &str,
-        expected_sha256: Option<&str>,
-    ) -> Result<ObjectReader, S3Error> {
+    pub async fn open(&self, key: &str, expected_sha256: Option<&str>) -> Result<ObjectReader, S3Error> {
         let object_key = self.checked_key(key)?;
         let expected = match expected_sha256 {
             Some(s) => Some(parse_sha256(s).ok_or_else(|| S3Error::InvalidConfig {
@@ -144,11 +136,7 @@ impl S3Store {
         if let Some(recorded) = meta(META_SHA256) {
             let parsed = parse_sha256(recorded);
             if parsed.is_none() {
-                return Err(verifier.corrupt(
-                    "recorded sha256 metadata",
-                    "64 hex digits",
-                    recorded,
-                ));
+                return Err(verifier.corrupt("recorded sha256 metadata", "64 hex digits", recorded));
             }
             verifier.recorded_sha256 = parsed;
         }
@@ -170,11 +158,7 @@ impl S3Store {
             warn!(bucket = %self.bucket, key = %object_key, "object has no recorded SHA-256; only its size is checked");
         }
         debug!(bucket = %self.bucket, key = %object_key, size = ?verifier.expected_size, "downloading object");
-        Ok(ObjectReader {
-            body: Box::pin(out.body.into_async_read()),
-            verifier,
-            receipt: None,
-        })
+        Ok(ObjectReader { body: Box::pin(out.body.into_async_read()), verifier, receipt: None })
     }
 
     /// Streams the object `key` into `writer` and verifies it (see [`open`](Self::open)).
@@ -195,18 +179,12 @@ impl S3Store {
         let ObjectReader { body, verifier, .. } = &mut reader;
         loop {
             // Write straight from the body's buffers: no intermediate copy.
-            let chunk = body
-                .fill_buf()
-                .await
-                .map_err(|e| verifier.transfer_error(e))?;
+            let chunk = body.fill_buf().await.map_err(|e| verifier.transfer_error(e))?;
             if chunk.is_empty() {
                 break;
             }
             verifier.update(chunk)?;
-            writer
-                .write_all(chunk)
-                .await
-                .map_err(|e| verifier.sink_error(e))?;
+            writer.write_all(chunk).await.map_err(|e| verifier.sink_error(e))?;
             let n = chunk.len();
             body.as_mut().consume(n);
         }
@@ -241,11 +219,7 @@ impl Verifier {
         if let Some(expected) = self.expected_size
             && self.received > expected
         {
-            return Err(self.corrupt(
-                "size",
-                &expected.to_string(),
-                &format!("more than {expected}"),
-            ));
+            return Err(self.corrupt("size", &expected.to_string(), &format!("more than {expected}")));
         }
         self.hasher.update(chunk);
         Ok(())
@@ -258,10 +232,9 @@ impl Verifier {
             return Err(self.corrupt("size", &expected.to_string(), &self.received.to_string()));
         }
         let actual: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
-        for (what, expected) in [
-            ("sha256", self.recorded_sha256),
-            ("sha256 (expected by caller)", self.expected_sha256),
-        ] {
+        for (what, expected) in
+            [("sha256", self.recorded_sha256), ("sha256 (expected by caller)", self.expected_sha256)]
+        {
             if let Some(expected) = expected
                 && expected != actual
             {
@@ -297,11 +270,6 @@ impl Verifier {
     }
 
     fn sink_error(&self, source: io::Error) -> S3Error {
-        S3Error::Sink {
-            bucket: self.bucket.clone(),
-            endpoint: self.endpoint.clone(),
-            key: self.key.clone(),
-            source,
-        }
+        S3Error::Sink { bucket: self.bucket.clone(), endpoint: self.endpoint.clone(), key: self.key.clone(), source }
     }
 }

@@ -16,12 +16,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 pub enum S3Error {
     /// The server refused the credentials or the permission (HTTP 403).
     #[error("bucket {bucket:?} at {endpoint}: access denied ({}); check the access key id, the secret access key and the bucket policy", detail(.code, .message))]
-    AccessDenied {
-        bucket: String,
-        endpoint: String,
-        code: String,
-        message: String,
-    },
+    AccessDenied { bucket: String, endpoint: String, code: String, message: String },
 
     /// The bucket does not exist at this endpoint.
     #[error("bucket {bucket:?} at {endpoint}: no such bucket")]
@@ -29,22 +24,11 @@ pub enum S3Error {
 
     /// The object does not exist.
     #[error("bucket {bucket:?} at {endpoint}: no such object {key:?}")]
-    NotFound {
-        bucket: String,
-        endpoint: String,
-        key: String,
-    },
+    NotFound { bucket: String, endpoint: String, key: String },
 
     /// The server answered with another error.
     #[error("bucket {bucket:?} at {endpoint}: {operation} failed: HTTP {status} ({})", detail(.code, .message))]
-    Service {
-        bucket: String,
-        endpoint: String,
-        operation: &'static str,
-        status: u16,
-        code: String,
-        message: String,
-    },
+    Service { bucket: String, endpoint: String, operation: &'static str, status: u16, code: String, message: String },
 
     /// The request did not get an answer: timeout, connection refused, TLS failure, or a
     /// response that could not be read.
@@ -60,17 +44,8 @@ pub enum S3Error {
 
     /// The object's content does not match the size or SHA-256 recorded at upload.
     /// (`Box<str>` keeps the error within 128 bytes, so that `Result`s stay small.)
-    #[error(
-        "bucket {bucket:?} at {endpoint}: object {key:?} is corrupt: {what} is {actual}, expected {expected}"
-    )]
-    Corrupt {
-        bucket: String,
-        endpoint: String,
-        key: String,
-        what: &'static str,
-        expected: Box<str>,
-        actual: Box<str>,
-    },
+    #[error("bucket {bucket:?} at {endpoint}: object {key:?} is corrupt: {what} is {actual}, expected {expected}")]
+    Corrupt { bucket: String, endpoint: String, key: String, what: &'static str, expected: Box<str>, actual: Box<str> },
 
     /// Reading the stream to upload failed. The upload was aborted.
     #[error("bucket {bucket:?} at {endpoint}: reading the data to upload as {key:?}: {source}")]
@@ -106,13 +81,7 @@ pub enum S3Error {
     #[error(
         "bucket {bucket:?} at {endpoint}: object {key:?} exceeds {limit} bytes (10000 parts of {part_size} bytes); raise the part size"
     )]
-    TooLarge {
-        bucket: String,
-        endpoint: String,
-        key: String,
-        limit: u64,
-        part_size: usize,
-    },
+    TooLarge { bucket: String, endpoint: String, key: String, limit: u64, part_size: usize },
 
     /// A setting is invalid; `field` names it (relative to the location or transfer config).
     #[error("invalid S3 configuration: {field}: {message}")]
@@ -120,21 +89,12 @@ pub enum S3Error {
 
     /// The Secret with the credentials could not be read or lacks a key.
     #[error("S3 credentials Secret {namespace}/{name}: {message}")]
-    Secret {
-        namespace: String,
-        name: String,
-        message: String,
-        transient: bool,
-    },
+    Secret { namespace: String, name: String, message: String, transient: bool },
 }
 
 /// "Code: message", or just the code when the server gave no message.
 fn detail(code: &str, message: &str) -> String {
-    if message.is_empty() {
-        code.to_owned()
-    } else {
-        format!("{code}: {message}")
-    }
+    if message.is_empty() { code.to_owned() } else { format!("{code}: {message}") }
 }
 
 /// Why a request got no answer from the server.
@@ -170,16 +130,11 @@ impl S3Error {
             S3Error::Service { status, code, .. } => {
                 *status >= 500
                     || *status == 429
-                    || matches!(
-                        code.as_str(),
-                        "SlowDown" | "InternalError" | "ServiceUnavailable" | "RequestTimeout"
-                    )
+                    || matches!(code.as_str(), "SlowDown" | "InternalError" | "ServiceUnavailable" | "RequestTimeout")
             }
             S3Error::Request { kind, .. } => *kind != RequestFailure::Construction,
             S3Error::Transfer { .. } => true,
-            S3Error::Source { source, .. } | S3Error::Sink { source, .. } => {
-                io_is_transient(source)
-            }
+            S3Error::Source { source, .. } | S3Error::Sink { source, .. } => io_is_transient(source),
             S3Error::Secret { transient, .. } => *transient,
             S3Error::AccessDenied { .. }
             | S3Error::NoSuchBucket { .. }
@@ -194,10 +149,7 @@ impl S3Error {
 /// I/O errors that say "the pipe broke", not "the data or the disk is wrong".
 fn io_is_transient(e: &io::Error) -> bool {
     use io::ErrorKind::*;
-    matches!(
-        e.kind(),
-        TimedOut | ConnectionReset | ConnectionAborted | BrokenPipe | Interrupted | UnexpectedEof
-    )
+    matches!(e.kind(), TimedOut | ConnectionReset | ConnectionAborted | BrokenPipe | Interrupted | UnexpectedEof)
 }
 
 /// Codes S3 (and compatible servers) use for credentials or permission problems.
@@ -252,17 +204,8 @@ impl Target<'_> {
                 // generic code such as "NotFound".
                 let generic = code.is_empty() || code == "NotFound" || code == "Forbidden";
                 if ACCESS_DENIED_CODES.contains(&code.as_str()) || status == 403 {
-                    let code = if code.is_empty() {
-                        format!("HTTP {status}")
-                    } else {
-                        code
-                    };
-                    return S3Error::AccessDenied {
-                        bucket,
-                        endpoint,
-                        code,
-                        message,
-                    };
+                    let code = if code.is_empty() { format!("HTTP {status}") } else { code };
+                    return S3Error::AccessDenied { bucket, endpoint, code, message };
                 }
                 if code == "NoSuchBucket" || (generic && status == 404 && self.key.is_none()) {
                     return S3Error::NoSuchBucket { bucket, endpoint };
@@ -270,33 +213,14 @@ impl Target<'_> {
                 if let Some(key) = self.key
                     && (code == "NoSuchKey" || (generic && status == 404))
                 {
-                    return S3Error::NotFound {
-                        bucket,
-                        endpoint,
-                        key: key.to_owned(),
-                    };
+                    return S3Error::NotFound { bucket, endpoint, key: key.to_owned() };
                 }
-                let code = if code.is_empty() {
-                    "no error code".to_owned()
-                } else {
-                    code
-                };
-                S3Error::Service {
-                    bucket,
-                    endpoint,
-                    operation,
-                    status,
-                    code,
-                    message,
-                }
+                let code = if code.is_empty() { "no error code".to_owned() } else { code };
+                S3Error::Service { bucket, endpoint, operation, status, code, message }
             }
             SdkError::TimeoutError(_) => request(RequestFailure::Timeout, Box::new(err)),
             SdkError::DispatchFailure(ref d) => {
-                let kind = if d.is_timeout() {
-                    RequestFailure::Timeout
-                } else {
-                    RequestFailure::Dispatch
-                };
+                let kind = if d.is_timeout() { RequestFailure::Timeout } else { RequestFailure::Dispatch };
                 request(kind, Box::new(err))
             }
             SdkError::ResponseError(_) => request(RequestFailure::Response, Box::new(err)),
@@ -313,14 +237,8 @@ mod tests {
 
     #[test]
     fn messages_name_bucket_and_endpoint() {
-        let e = S3Error::NoSuchBucket {
-            bucket: "x".into(),
-            endpoint: "http://127.0.0.1:9000".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            "bucket \"x\" at http://127.0.0.1:9000: no such bucket"
-        );
+        let e = S3Error::NoSuchBucket { bucket: "x".into(), endpoint: "http://127.0.0.1:9000".into() };
+        assert_eq!(e.to_string(), "bucket \"x\" at http://127.0.0.1:9000: no such bucket");
         assert!(!e.is_transient());
         let e = S3Error::AccessDenied {
             bucket: "x".into(),
@@ -339,11 +257,7 @@ mod tests {
     #[test]
     fn stays_small() {
         // clippy::result_large_err's threshold; every Result<_, S3Error> carries this.
-        assert!(
-            std::mem::size_of::<S3Error>() <= 128,
-            "{}",
-            std::mem::size_of::<S3Error>()
-        );
+        assert!(std::mem::size_of::<S3Error>() <= 128, "{}", std::mem::size_of::<S3Error>());
     }
 
     #[test]

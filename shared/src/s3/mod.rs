@@ -38,8 +38,8 @@ use k8s_openapi::api::core::v1::Secret;
 use tracing::{debug, info};
 
 pub use config::{
-    DEFAULT_ACCESS_KEY_ID_KEY, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY_KEY, MAX_PART_SIZE,
-    MAX_PARTS, MIN_PART_SIZE, S3Credentials, S3CredentialsSecretRef, S3Location, TransferConfig,
+    DEFAULT_ACCESS_KEY_ID_KEY, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY_KEY, MAX_PART_SIZE, MAX_PARTS, MIN_PART_SIZE,
+    S3Credentials, S3CredentialsSecretRef, S3Location, TransferConfig,
 };
 pub use download::{DownloadReceipt, ObjectReader};
 pub use error::{RequestFailure, S3Error};
@@ -120,21 +120,14 @@ impl S3Store {
             prefix: location.normalized_prefix(),
             endpoint: location.endpoint_display(),
             transfer: TransferConfig::default(),
-            sign_payload: location
-                .endpoint
-                .as_deref()
-                .is_some_and(|e| e.starts_with("http://")),
+            sign_payload: location.endpoint.as_deref().is_some_and(|e| e.starts_with("http://")),
         })
     }
 
     /// Reads the credentials from the location's Secret in `namespace` and builds the
     /// store. The values are trimmed of surrounding whitespace: a trailing newline from
     /// `echo ... | base64` is the most common way to get "SignatureDoesNotMatch".
-    pub async fn from_secret(
-        client: kube::Client,
-        namespace: &str,
-        location: &S3Location,
-    ) -> Result<Self, S3Error> {
+    pub async fn from_secret(client: kube::Client, namespace: &str, location: &S3Location) -> Result<Self, S3Error> {
         location.validate()?;
         let r = &location.credentials_secret;
         let secret_error = |message: String, transient: bool| S3Error::Secret {
@@ -149,13 +142,8 @@ impl S3Store {
             Err(kube::Error::Api(status)) if status.code == 404 => {
                 return Err(secret_error("not found".to_owned(), false));
             }
-            Err(kube::Error::Api(status))
-                if (400..500).contains(&status.code) && status.code != 429 =>
-            {
-                return Err(secret_error(
-                    format!("cannot be read: {}", status.message),
-                    false,
-                ));
+            Err(kube::Error::Api(status)) if (400..500).contains(&status.code) && status.code != 429 => {
+                return Err(secret_error(format!("cannot be read: {}", status.message), false));
             }
             Err(e) => return Err(secret_error(format!("cannot be read: {e}"), true)),
         };
@@ -225,13 +213,7 @@ impl S3Store {
     /// empty for all), in key order, following pagination.
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, S3Error> {
         let full_prefix = self.object_key(prefix);
-        let mut pages = self
-            .client
-            .list_objects_v2()
-            .bucket(&self.bucket)
-            .prefix(&full_prefix)
-            .into_paginator()
-            .send();
+        let mut pages = self.client.list_objects_v2().bucket(&self.bucket).prefix(&full_prefix).into_paginator().send();
         let mut objects = Vec::new();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| self.target("ListObjectsV2", None).error(e))?;
@@ -239,10 +221,7 @@ impl S3Store {
                 let Some(key) = o.key().and_then(|k| k.strip_prefix(&self.prefix)) else {
                     continue;
                 };
-                let last_modified = o
-                    .last_modified()
-                    .and_then(to_chrono)
-                    .unwrap_or(DateTime::UNIX_EPOCH);
+                let last_modified = o.last_modified().and_then(to_chrono).unwrap_or(DateTime::UNIX_EPOCH);
                 objects.push(ObjectInfo {
                     key: key.to_owned(),
                     size: o.size().and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
@@ -292,17 +271,13 @@ impl S3Store {
 
     /// The full key, after rejecting keys S3 or the prefix scheme cannot hold.
     fn checked_key(&self, key: &str) -> Result<String, S3Error> {
-        let invalid = |message: &str| S3Error::InvalidConfig {
-            field: "key".to_owned(),
-            message: format!("{key:?}: {message}"),
-        };
+        let invalid =
+            |message: &str| S3Error::InvalidConfig { field: "key".to_owned(), message: format!("{key:?}: {message}") };
         if key.is_empty() {
             return Err(invalid("must not be empty"));
         }
         if key.starts_with('/') {
-            return Err(invalid(
-                "must be relative to the store prefix (no leading '/')",
-            ));
+            return Err(invalid("must be relative to the store prefix (no leading '/')"));
         }
         let full = self.object_key(key);
         if full.len() > 1024 {
@@ -312,12 +287,7 @@ impl S3Store {
     }
 
     fn target<'a>(&'a self, operation: &'static str, key: Option<&'a str>) -> Target<'a> {
-        Target {
-            bucket: &self.bucket,
-            endpoint: &self.endpoint,
-            operation,
-            key,
-        }
+        Target { bucket: &self.bucket, endpoint: &self.endpoint, operation, key }
     }
 }
 
@@ -334,23 +304,16 @@ fn credentials_from_secret(
         transient: false,
     };
     let value = |key: &str| -> Result<String, S3Error> {
-        let bytes = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(key))
-            .ok_or_else(|| secret_error(format!("has no key {key:?}")))?;
-        let text = std::str::from_utf8(&bytes.0)
-            .map_err(|_| secret_error(format!("value of {key:?} is not UTF-8")))?
-            .trim();
+        let bytes =
+            secret.data.as_ref().and_then(|d| d.get(key)).ok_or_else(|| secret_error(format!("has no key {key:?}")))?;
+        let text =
+            std::str::from_utf8(&bytes.0).map_err(|_| secret_error(format!("value of {key:?} is not UTF-8")))?.trim();
         if text.is_empty() {
             return Err(secret_error(format!("value of {key:?} is empty")));
         }
         Ok(text.to_owned())
     };
-    Ok(S3Credentials::new(
-        value(&r.access_key_id_key)?,
-        value(&r.secret_access_key_key)?,
-    ))
+    Ok(S3Credentials::new(value(&r.access_key_id_key)?, value(&r.secret_access_key_key)?))
 }
 
 fn to_chrono(t: &SmithyDateTime) -> Option<DateTime<Utc>> {
@@ -377,10 +340,7 @@ mod tests {
 
     #[test]
     fn copy_source_is_percent_encoded() {
-        assert_eq!(
-            encode_copy_source("b", "a/2024-01-01T00:00:00Z x+y.gz"),
-            "b/a/2024-01-01T00%3A00%3A00Z%20x%2By.gz"
-        );
+        assert_eq!(encode_copy_source("b", "a/2024-01-01T00:00:00Z x+y.gz"), "b/a/2024-01-01T00%3A00%3A00Z%20x%2By.gz");
         assert_eq!(encode_copy_source("b", "é"), "b/%C3%A9");
     }
 
@@ -413,10 +373,7 @@ mod tests {
         let secret = Secret {
             data: Some(
                 [
-                    (
-                        "AWS_ACCESS_KEY_ID".to_owned(),
-                        ByteString(b"AKID\n".to_vec()),
-                    ),
+                    ("AWS_ACCESS_KEY_ID".to_owned(), ByteString(b"AKID\n".to_vec())),
                     ("custom".to_owned(), ByteString(b" s3cr3t ".to_vec())),
                 ]
                 .into(),
@@ -426,17 +383,10 @@ mod tests {
         let mut r = S3CredentialsSecretRef::new("creds");
         r.secret_access_key_key = "custom".into();
         let c = credentials_from_secret(&secret, &r, "ns").expect("credentials");
-        assert_eq!(
-            (c.access_key_id.as_str(), c.secret_access_key.as_str()),
-            ("AKID", "s3cr3t")
-        );
+        assert_eq!((c.access_key_id.as_str(), c.secret_access_key.as_str()), ("AKID", "s3cr3t"));
 
-        let e = credentials_from_secret(&secret, &S3CredentialsSecretRef::new("creds"), "ns")
-            .expect_err("no key");
-        assert_eq!(
-            e.to_string(),
-            "S3 credentials Secret ns/creds: has no key \"AWS_SECRET_ACCESS_KEY\""
-        );
+        let e = credentials_from_secret(&secret, &S3CredentialsSecretRef::new("creds"), "ns").expect_err("no key");
+        assert_eq!(e.to_string(), "S3 credentials Secret ns/creds: has no key \"AWS_SECRET_ACCESS_KEY\"");
         assert!(!e.is_transient());
     }
 }

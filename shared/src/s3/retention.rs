@@ -38,20 +38,12 @@ impl RetentionPolicy {
 /// The objects to delete under `policy` at time `now`, oldest first (so that a deletion
 /// run interrupted half-way has removed the least valuable objects). See
 /// [`RetentionPolicy`] for the exact rules.
-pub fn select_for_deletion(
-    objects: &[ObjectInfo],
-    policy: &RetentionPolicy,
-    now: DateTime<Utc>,
-) -> Vec<ObjectInfo> {
+pub fn select_for_deletion(objects: &[ObjectInfo], policy: &RetentionPolicy, now: DateTime<Utc>) -> Vec<ObjectInfo> {
     if policy.is_empty() {
         return Vec::new();
     }
     let mut newest_first: Vec<&ObjectInfo> = objects.iter().collect();
-    newest_first.sort_by(|a, b| {
-        b.last_modified
-            .cmp(&a.last_modified)
-            .then_with(|| b.key.cmp(&a.key))
-    });
+    newest_first.sort_by(|a, b| b.last_modified.cmp(&a.last_modified).then_with(|| b.key.cmp(&a.key)));
     let keep_last = policy.keep_last.map_or(0, |n| n as usize).max(1);
     let mut doomed: Vec<ObjectInfo> = newest_first
         .into_iter()
@@ -83,13 +75,7 @@ mod tests {
 
     /// Objects "b0".."b{n-1}", b{i} being i hours old.
     fn backups(n: u32) -> Vec<ObjectInfo> {
-        (0..n)
-            .map(|i| ObjectInfo {
-                key: format!("b{i}"),
-                size: 1,
-                last_modified: now() - HOUR * i,
-            })
-            .collect()
+        (0..n).map(|i| ObjectInfo { key: format!("b{i}"), size: 1, last_modified: now() - HOUR * i }).collect()
     }
 
     fn keys(v: &[ObjectInfo]) -> Vec<&str> {
@@ -109,14 +95,7 @@ mod tests {
     fn keep_last_keeps_the_newest_and_deletes_oldest_first() {
         let mut objects = backups(5);
         objects.reverse(); // input order must not matter
-        assert_eq!(
-            keys(&select_for_deletion(
-                &objects,
-                &policy(Some(2), None),
-                now()
-            )),
-            ["b4", "b3", "b2"]
-        );
+        assert_eq!(keys(&select_for_deletion(&objects, &policy(Some(2), None), now())), ["b4", "b3", "b2"]);
         assert!(select_for_deletion(&objects, &policy(Some(5), None), now()).is_empty());
         assert!(select_for_deletion(&objects, &policy(Some(50), None), now()).is_empty());
     }
@@ -142,17 +121,9 @@ mod tests {
         let d = select_for_deletion(&backups(3), &policy(Some(0), None), now());
         assert_eq!(keys(&d), ["b2", "b1"]);
         // All older than max_age: backups stopped a while ago. The newest is kept.
-        let old: Vec<ObjectInfo> = backups(3)
-            .into_iter()
-            .map(|o| ObjectInfo {
-                last_modified: o.last_modified - HOUR * 1000,
-                ..o
-            })
-            .collect();
-        assert_eq!(
-            keys(&select_for_deletion(&old, &policy(None, Some(HOUR)), now())),
-            ["b2", "b1"]
-        );
+        let old: Vec<ObjectInfo> =
+            backups(3).into_iter().map(|o| ObjectInfo { last_modified: o.last_modified - HOUR * 1000, ..o }).collect();
+        assert_eq!(keys(&select_for_deletion(&old, &policy(None, Some(HOUR)), now())), ["b2", "b1"]);
         assert!(select_for_deletion(&[], &policy(Some(0), Some(HOUR)), now()).is_empty());
     }
 
@@ -161,39 +132,13 @@ mod tests {
         let t = now() - HOUR * 10;
         let objects: Vec<ObjectInfo> = ["x-1", "x-3", "x-2"]
             .iter()
-            .map(|k| ObjectInfo {
-                key: (*k).to_owned(),
-                size: 0,
-                last_modified: t,
-            })
+            .map(|k| ObjectInfo { key: (*k).to_owned(), size: 0, last_modified: t })
             .collect();
-        assert_eq!(
-            keys(&select_for_deletion(
-                &objects,
-                &policy(Some(1), None),
-                now()
-            )),
-            ["x-1", "x-2"]
-        );
+        assert_eq!(keys(&select_for_deletion(&objects, &policy(Some(1), None), now())), ["x-1", "x-2"]);
         let future = vec![
-            ObjectInfo {
-                key: "f".into(),
-                size: 0,
-                last_modified: now() + HOUR,
-            },
-            ObjectInfo {
-                key: "old".into(),
-                size: 0,
-                last_modified: now() - HOUR * 5,
-            },
+            ObjectInfo { key: "f".into(), size: 0, last_modified: now() + HOUR },
+            ObjectInfo { key: "old".into(), size: 0, last_modified: now() - HOUR * 5 },
         ];
-        assert_eq!(
-            keys(&select_for_deletion(
-                &future,
-                &policy(None, Some(HOUR)),
-                now()
-            )),
-            ["old"]
-        );
+        assert_eq!(keys(&select_for_deletion(&future, &policy(None, Some(HOUR)), now())), ["old"]);
     }
 }

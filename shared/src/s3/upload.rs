@@ -80,15 +80,12 @@ impl S3Store {
         let started = Instant::now();
         let part_size = self.transfer.part_size;
         let mut hasher = Sha256::new();
-        let first = read_part(&mut reader, part_size, &mut hasher, None)
-            .await
-            .map_err(|e| self.source_error(key, e))?;
+        let first =
+            read_part(&mut reader, part_size, &mut hasher, None).await.map_err(|e| self.source_error(key, e))?;
         let receipt = if first.len() < part_size {
-            self.put_single(key, &object_key, first.freeze(), hasher)
-                .await?
+            self.put_single(key, &object_key, first.freeze(), hasher).await?
         } else {
-            self.put_multipart(key, &object_key, first, &mut reader, hasher)
-                .await?
+            self.put_multipart(key, &object_key, first, &mut reader, hasher).await?
         };
         let secs = started.elapsed().as_secs_f64();
         info!(
@@ -150,17 +147,7 @@ impl S3Store {
         debug!(bucket = %self.bucket, key = %object_key, %upload_id, "started multipart upload");
         let mut cleanup = Cleanup::new(self, object_key, Some(upload_id.clone()));
 
-        let streamed = self
-            .stream_parts(
-                key,
-                object_key,
-                &upload_id,
-                first,
-                reader,
-                hasher,
-                &mut cleanup,
-            )
-            .await;
+        let streamed = self.stream_parts(key, object_key, &upload_id, first, reader, hasher, &mut cleanup).await;
         let (parts, size, sha256) = match streamed {
             Ok(v) => v,
             Err(e) => {
@@ -171,10 +158,7 @@ impl S3Store {
         };
         let part_count = parts.len() as u32;
         debug!(bucket = %self.bucket, key = %object_key, parts = part_count, size, "all parts uploaded; completing");
-        let e_tag = match self
-            .complete_multipart(key, object_key, &upload_id, parts)
-            .await
-        {
+        let e_tag = match self.complete_multipart(key, object_key, &upload_id, parts).await {
             Ok(e_tag) => e_tag,
             Err(e) => {
                 cleanup.run().await;
@@ -187,10 +171,7 @@ impl S3Store {
         cleanup.delete_object = true;
         debug!(bucket = %self.bucket, key = %object_key, "completed; recording the checksum in the metadata");
 
-        let e_tag = match self
-            .stamp_checksum(key, object_key, size, &sha256, e_tag.as_deref())
-            .await
-        {
+        let e_tag = match self.stamp_checksum(key, object_key, size, &sha256, e_tag.as_deref()).await {
             Ok(e_tag) => e_tag,
             Err(e) => {
                 // 412: someone else replaced the object meanwhile; it is theirs, keep it.
@@ -257,9 +238,7 @@ impl S3Store {
         loop {
             let last = buf.len() < part_size;
             debug!(key = %object_key, part_number, bytes = buf.len(), "uploading part");
-            cleanup
-                .tasks
-                .spawn(upload_part(ctx.clone(), part_number, buf.freeze()));
+            cleanup.tasks.spawn(upload_part(ctx.clone(), part_number, buf.freeze()));
             if last {
                 break;
             }
@@ -274,9 +253,8 @@ impl S3Store {
             while let Some(joined) = cleanup.tasks.try_join_next() {
                 collect(part_result(joined)?, &mut spare);
             }
-            let next = read_part(reader, part_size, &mut hasher, spare.pop())
-                .await
-                .map_err(|e| self.source_error(key, e))?;
+            let next =
+                read_part(reader, part_size, &mut hasher, spare.pop()).await.map_err(|e| self.source_error(key, e))?;
             if next.is_empty() {
                 break;
             }
@@ -315,9 +293,10 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| self.target("CreateMultipartUpload", Some(key)).error(e))?;
-        created.upload_id().map(str::to_owned).ok_or_else(|| {
-            self.bad_response("CreateMultipartUpload", "the response has no UploadId")
-        })
+        created
+            .upload_id()
+            .map(str::to_owned)
+            .ok_or_else(|| self.bad_response("CreateMultipartUpload", "the response has no UploadId"))
     }
 
     /// Completes a multipart upload; returns the new object's ETag.
@@ -334,11 +313,7 @@ impl S3Store {
             .bucket(&self.bucket)
             .key(object_key)
             .upload_id(upload_id)
-            .multipart_upload(
-                CompletedMultipartUpload::builder()
-                    .set_parts(Some(parts))
-                    .build(),
-            )
+            .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
             .send()
             .await
             .map_err(|e| self.target("CompleteMultipartUpload", Some(key)).error(e))?;
@@ -357,9 +332,7 @@ impl S3Store {
     ) -> Result<Option<String>, S3Error> {
         let metadata = checksum_metadata(sha256, size);
         if size > self.transfer.max_single_copy {
-            return self
-                .multipart_copy(key, object_key, size, metadata, e_tag)
-                .await;
+            return self.multipart_copy(key, object_key, size, metadata, e_tag).await;
         }
         let out = self
             .client
@@ -373,10 +346,7 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| self.target("CopyObject", Some(key)).error(e))?;
-        Ok(out
-            .copy_object_result()
-            .and_then(|r| r.e_tag())
-            .map(str::to_owned))
+        Ok(out.copy_object_result().and_then(|r| r.e_tag()).map(str::to_owned))
     }
 
     /// Rewrites an object larger than one CopyObject allows onto itself with new metadata,
@@ -389,9 +359,7 @@ impl S3Store {
         metadata: HashMap<String, String>,
         e_tag: Option<&str>,
     ) -> Result<Option<String>, S3Error> {
-        let upload_id = self
-            .create_multipart(key, object_key, Some(metadata))
-            .await?;
+        let upload_id = self.create_multipart(key, object_key, Some(metadata)).await?;
         let mut cleanup = Cleanup::new(self, object_key, Some(upload_id.clone()));
         let ctx = Arc::new(PartContext {
             client: self.client.clone(),
@@ -414,13 +382,7 @@ impl S3Store {
                         parts.push(part_result(joined)?.part);
                     }
                 }
-                cleanup.tasks.spawn(copy_part(
-                    ctx.clone(),
-                    part_number,
-                    start,
-                    end,
-                    e_tag.map(str::to_owned),
-                ));
+                cleanup.tasks.spawn(copy_part(ctx.clone(), part_number, start, end, e_tag.map(str::to_owned)));
                 part_number += 1;
                 start = end + 1;
             }
@@ -432,10 +394,7 @@ impl S3Store {
         }
         .await;
         let result = match copied {
-            Ok(parts) => {
-                self.complete_multipart(key, object_key, &upload_id, parts)
-                    .await
-            }
+            Ok(parts) => self.complete_multipart(key, object_key, &upload_id, parts).await,
             Err(e) => Err(e),
         };
         match result {
@@ -451,12 +410,7 @@ impl S3Store {
     }
 
     fn source_error(&self, key: &str, source: io::Error) -> S3Error {
-        S3Error::Source {
-            bucket: self.bucket.clone(),
-            endpoint: self.endpoint.clone(),
-            key: key.to_owned(),
-            source,
-        }
+        S3Error::Source { bucket: self.bucket.clone(), endpoint: self.endpoint.clone(), key: key.to_owned(), source }
     }
 
     fn bad_response(&self, operation: &'static str, what: &str) -> S3Error {
@@ -471,10 +425,7 @@ impl S3Store {
 }
 
 fn checksum_metadata(sha256: &str, size: u64) -> HashMap<String, String> {
-    HashMap::from([
-        (META_SHA256.to_owned(), sha256.to_owned()),
-        (META_SIZE.to_owned(), size.to_string()),
-    ])
+    HashMap::from([(META_SHA256.to_owned(), sha256.to_owned()), (META_SIZE.to_owned(), size.to_string())])
 }
 
 /// Reads up to `part_size` bytes (less only at end of stream), hashing them. Reads go
@@ -519,12 +470,7 @@ struct PartContext {
 
 impl PartContext {
     fn target(&self, operation: &'static str) -> Target<'_> {
-        Target {
-            bucket: &self.bucket,
-            endpoint: &self.endpoint,
-            operation,
-            key: Some(&self.key),
-        }
+        Target { bucket: &self.bucket, endpoint: &self.endpoint, operation, key: Some(&self.key) }
     }
 }
 
@@ -549,10 +495,7 @@ async fn upload_part(ctx: Arc<PartContext>, part_number: i32, body: Bytes) -> Pa
     };
     let out = sent.map_err(|e| ctx.target("UploadPart").error(e))?;
     Ok(PartDone {
-        part: CompletedPart::builder()
-            .part_number(part_number)
-            .set_e_tag(out.e_tag().map(str::to_owned))
-            .build(),
+        part: CompletedPart::builder().part_number(part_number).set_e_tag(out.e_tag().map(str::to_owned)).build(),
         buffer: buffer.try_into_mut().ok(),
     })
 }
@@ -577,17 +520,8 @@ async fn copy_part(
         .send()
         .await
         .map_err(|e| ctx.target("UploadPartCopy").error(e))?;
-    let e_tag = out
-        .copy_part_result()
-        .and_then(|r| r.e_tag())
-        .map(str::to_owned);
-    Ok(PartDone {
-        part: CompletedPart::builder()
-            .part_number(part_number)
-            .set_e_tag(e_tag)
-            .build(),
-        buffer: None,
-    })
+    let e_tag = out.copy_part_result().and_then(|r| r.e_tag()).map(str::to_owned);
+    Ok(PartDone { part: CompletedPart::builder().part_number(part_number).set_e_tag(e_tag).build(), buffer: None })
 }
 
 fn part_result(joined: Result<PartResult, JoinError>) -> PartResult {
@@ -708,14 +642,7 @@ impl CleanupWork {
             }
         }
         if self.delete_object {
-            match self
-                .client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(&self.object_key)
-                .send()
-                .await
-            {
+            match self.client.delete_object().bucket(&self.bucket).key(&self.object_key).send().await {
                 Ok(_) => {
                     info!(bucket = %self.bucket, key = %self.object_key, "deleted object of failed upload")
                 }

@@ -28,7 +28,8 @@ pub struct ApiServer {
 
 /// The audit policy: every request at `Metadata` level (verb, user, resource, response
 /// code), which is all the tests count.
-const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n";
+const AUDIT_POLICY: &str =
+    "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n";
 
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -179,7 +180,8 @@ impl ApiServer {
 }
 
 async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, HarnessError> {
-    let kubeconfig = Kubeconfig::read_from(path).map_err(|e| HarnessError::Setup(format!("{}: {e}", path.display())))?;
+    let kubeconfig =
+        Kubeconfig::read_from(path).map_err(|e| HarnessError::Setup(format!("{}: {e}", path.display())))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| HarnessError::Setup(format!("{}: {e}", path.display())))?;

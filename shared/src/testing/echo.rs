@@ -69,23 +69,16 @@ impl Operator for EchoOperator {
         vec![
             Rule::new("test.statecraft.io", &["echoes"], &["get", "list", "watch"]),
             Rule::new("test.statecraft.io", &["echoes/status"], &["patch"]),
-            Rule::new(
-                "",
-                &["configmaps"],
-                &["get", "list", "watch", "create", "patch", "delete"],
-            ),
+            Rule::new("", &["configmaps"], &["get", "list", "watch", "create", "patch", "delete"]),
         ]
     }
 
     async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         let echoes: Api<Echo> = Api::namespaced(runtime.client.clone(), &runtime.namespace);
-        let configmaps: Api<ConfigMap> =
-            Api::namespaced(runtime.client.clone(), &runtime.namespace);
-        let controller = Controller::new(echoes, watcher::Config::default())
-            .owns(configmaps, watcher::Config::default());
-        runtime
-            .run_controller("echo", controller, runtime.clone(), reconcile, shutdown)
-            .await;
+        let configmaps: Api<ConfigMap> = Api::namespaced(runtime.client.clone(), &runtime.namespace);
+        let controller =
+            Controller::new(echoes, watcher::Config::default()).owns(configmaps, watcher::Config::default());
+        runtime.run_controller("echo", controller, runtime.clone(), reconcile, shutdown).await;
         Ok(())
     }
 }
@@ -108,14 +101,7 @@ async fn reconcile(echo: Arc<Echo>, rt: Arc<Runtime>) -> Result<Action> {
         ) {
             status.reconciled_by = rt.identity.clone();
         }
-        patch_status(
-            &api,
-            &*echo,
-            echo.status.as_ref(),
-            &status,
-            rt.field_manager,
-        )
-        .await?;
+        patch_status(&api, &*echo, echo.status.as_ref(), &status, rt.field_manager).await?;
         return Err(err);
     }
 
@@ -131,21 +117,8 @@ async fn reconcile(echo: Arc<Echo>, rt: Arc<Runtime>) -> Result<Action> {
     for cm in desired {
         applier.apply(cm).await?;
     }
-    for gone in applier
-        .delete_orphans(
-            &[ApiResource::erase::<ConfigMap>(&())],
-            OrphanPolicy::KeepData,
-        )
-        .await?
-    {
-        rt.events
-            .normal(
-                &*echo,
-                "Deleted",
-                "Cleanup",
-                format!("deleted {gone}: no longer desired"),
-            )
-            .await;
+    for gone in applier.delete_orphans(&[ApiResource::erase::<ConfigMap>(&())], OrphanPolicy::KeepData).await? {
+        rt.events.normal(&*echo, "Deleted", "Cleanup", format!("deleted {gone}: no longer desired")).await;
     }
 
     // status
@@ -158,32 +131,15 @@ async fn reconcile(echo: Arc<Echo>, rt: Arc<Runtime>) -> Result<Action> {
         generation,
     ) {
         status.reconciled_by = rt.identity.clone();
-        rt.events
-            .normal(
-                &*echo,
-                "Applied",
-                "Reconcile",
-                "the ConfigMap holds the message",
-            )
-            .await;
+        rt.events.normal(&*echo, "Applied", "Reconcile", "the ConfigMap holds the message").await;
     }
-    patch_status(
-        &api,
-        &*echo,
-        echo.status.as_ref(),
-        &status,
-        rt.field_manager,
-    )
-    .await?;
+    patch_status(&api, &*echo, echo.status.as_ref(), &status, rt.field_manager).await?;
     Ok(Action::await_change())
 }
 
 fn config_map(name: String, message: &str) -> ConfigMap {
     ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name),
-            ..Default::default()
-        },
+        metadata: ObjectMeta { name: Some(name), ..Default::default() },
         data: Some([("message".to_string(), message.to_string())].into()),
         ..Default::default()
     }

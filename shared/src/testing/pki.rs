@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 
 use super::HarnessError;
@@ -35,7 +35,8 @@ impl Pki {
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rc("CA params"))?;
         params.distinguished_name.push(DnType::CommonName, "statecraft-test-ca");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let key = KeyPair::generate().map_err(rc("CA key"))?;
         let ca = CertifiedIssuer::self_signed(params, key).map_err(rc("CA certificate"))?;
         let pki = Pki { dir: dir.to_path_buf(), ca };

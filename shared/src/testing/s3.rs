@@ -36,14 +36,10 @@ impl S3Server {
     /// The s3s-fs binary: `$STATECRAFT_CACHE/bin/s3s-fs`, else
     /// `~/.cache/statecraft/bin/s3s-fs` (where `scripts/install-s3-server.sh` puts it).
     pub fn binary() -> PathBuf {
-        let cache = std::env::var_os("STATECRAFT_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let home = std::env::var_os("HOME")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| PathBuf::from("/root"));
-                home.join(".cache/statecraft")
-            });
+        let cache = std::env::var_os("STATECRAFT_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
+            home.join(".cache/statecraft")
+        });
         cache.join("bin/s3s-fs")
     }
 
@@ -61,22 +57,11 @@ impl S3Server {
                 ),
             ));
         }
-        let root = tempfile::Builder::new()
-            .prefix("statecraft-s3-")
-            .tempdir()?;
+        let root = tempfile::Builder::new().prefix("statecraft-s3-").tempdir()?;
         let access_key = format!("AK{}", random_hex(9).to_uppercase());
         let secret_key = random_hex(20);
         let mut child = Command::new(&binary)
-            .args([
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--access-key",
-                &access_key,
-                "--secret-key",
-                &secret_key,
-            ])
+            .args(["--host", "127.0.0.1", "--port", "0", "--access-key", &access_key, "--secret-key", &secret_key])
             .arg(root.path())
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
@@ -96,10 +81,7 @@ impl S3Server {
         let wait = async {
             while let Some(line) = lines.next_line().await? {
                 if let Some(at) = line.find(READY_MARKER) {
-                    let url = line[at + READY_MARKER.len()..]
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default();
+                    let url = line[at + READY_MARKER.len()..].split_whitespace().next().unwrap_or_default();
                     return Ok(Some(url.trim_end_matches('/').to_owned()));
                 }
                 seen.push(line);
@@ -123,13 +105,7 @@ impl S3Server {
         };
         tokio::spawn(forward_log(lines));
         tracing::debug!(%endpoint, root = %root.path().display(), "s3s-fs started");
-        Ok(S3Server {
-            child,
-            root,
-            endpoint,
-            access_key,
-            secret_key,
-        })
+        Ok(S3Server { child, root, endpoint, access_key, secret_key })
     }
 
     /// Base URL, e.g. `http://127.0.0.1:40123`.
@@ -161,10 +137,7 @@ impl S3Server {
     /// characters, as in S3.
     pub fn create_bucket(&self, name: &str) -> io::Result<()> {
         if !(3..=63).contains(&name.len()) || name.contains('/') || name.starts_with('.') {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("invalid bucket name {name:?}"),
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bucket name {name:?}")));
         }
         std::fs::create_dir(self.root().join(name))
     }
@@ -179,11 +152,7 @@ impl S3Server {
         S3Location {
             endpoint: Some(self.endpoint.clone()),
             force_path_style: true,
-            ..S3Location::new(
-                bucket,
-                prefix,
-                S3CredentialsSecretRef::new("s3-credentials"),
-            )
+            ..S3Location::new(bucket, prefix, S3CredentialsSecretRef::new("s3-credentials"))
         }
     }
 
@@ -267,14 +236,7 @@ impl PatternReader {
 
     /// `len` bytes, then `end`.
     pub fn with_end(seed: u64, len: u64, end: StreamEnd) -> Self {
-        PatternReader {
-            seed,
-            pos: 0,
-            len,
-            end,
-            block: Box::new([0; BLOCK]),
-            block_index: u64::MAX,
-        }
+        PatternReader { seed, pos: 0, len, end, block: Box::new([0; BLOCK]), block_index: u64::MAX }
     }
 
     /// Bytes produced so far.
@@ -302,8 +264,7 @@ impl PatternReader {
             let base = index * (BLOCK / 8) as u64;
             for (i, word) in self.block.chunks_exact_mut(8).enumerate() {
                 word.copy_from_slice(
-                    &splitmix64(self.seed ^ (base + i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-                        .to_le_bytes(),
+                    &splitmix64(self.seed ^ (base + i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
                 );
             }
             self.block_index = index;
@@ -322,11 +283,7 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 impl AsyncRead for PatternReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.pos >= this.len {
             return match this.end {
@@ -374,11 +331,7 @@ impl HashingWriter {
 }
 
 impl AsyncWrite for HashingWriter {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         this.hasher.update(buf);
         this.written += buf.len() as u64;
@@ -403,10 +356,7 @@ mod tests {
     async fn pattern_is_deterministic_across_read_sizes() {
         let len = 3 * BLOCK as u64 + 12_345;
         let mut a = Vec::new();
-        PatternReader::new(7, len)
-            .read_to_end(&mut a)
-            .await
-            .expect("read");
+        PatternReader::new(7, len).read_to_end(&mut a).await.expect("read");
         let mut b = Vec::new();
         let mut r = PatternReader::new(7, len);
         let mut small = [0u8; 1000];
@@ -419,15 +369,9 @@ mod tests {
         }
         assert_eq!(a.len() as u64, len);
         assert_eq!(a, b);
-        assert_eq!(
-            PatternReader::sha256_of(7, len),
-            hex::encode(Sha256::digest(&a))
-        );
+        assert_eq!(PatternReader::sha256_of(7, len), hex::encode(Sha256::digest(&a)));
         let mut other = Vec::new();
-        PatternReader::new(8, len)
-            .read_to_end(&mut other)
-            .await
-            .expect("read");
+        PatternReader::new(8, len).read_to_end(&mut other).await.expect("read");
         assert_ne!(a, other);
     }
 

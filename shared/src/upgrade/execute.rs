@@ -31,10 +31,7 @@ pub enum Gate {
 impl Gate {
     /// A closed gate with a CamelCase `reason` and a human `message`.
     pub fn closed(reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Gate::Closed {
-            reason: reason.into(),
-            message: message.into(),
-        }
+        Gate::Closed { reason: reason.into(), message: message.into() }
     }
 
     /// Whether the gate is open.
@@ -210,22 +207,13 @@ where
     let plan = plan(members, progress)?;
     let mut confirmed = Vec::new();
     let action = decide(&plan, gates, now, &mut confirmed).await?;
-    let step = Step {
-        action,
-        target_revision: plan.target_revision,
-        confirmed,
-    };
+    let step = Step { action, target_revision: plan.target_revision, confirmed };
     log_step(&step);
     Ok(step)
 }
 
 /// The decision of [`next_step_at`]; pushes confirmed members into `confirmed`.
-async fn decide<G>(
-    plan: &Plan<'_>,
-    gates: &G,
-    now: DateTime<Utc>,
-    confirmed: &mut Vec<String>,
-) -> Result<Action>
+async fn decide<G>(plan: &Plan<'_>, gates: &G, now: DateTime<Utc>, confirmed: &mut Vec<String>) -> Result<Action>
 where
     G: UpgradeGates + Sync,
 {
@@ -237,10 +225,7 @@ where
         ));
     }
     if let Some(member) = plan.settling.first() {
-        let message = format!(
-            "waiting for {} to become ready on revision {}",
-            member.name, member.current_revision
-        );
+        let message = format!("waiting for {} to become ready on revision {}", member.name, member.current_revision);
         return Ok(wait(member, "MemberNotReady", message));
     }
     for member in &plan.unconfirmed {
@@ -273,36 +258,20 @@ where
     G: UpgradeGates + Sync,
 {
     if let Gate::Closed { reason, message } = gates.may_restart(member).await? {
-        return Ok(Action::Blocked {
-            member: member.name.clone(),
-            reason,
-            message,
-        });
+        return Ok(Action::Blocked { member: member.name.clone(), reason, message });
     }
     let is_prepared = prepared.is_some_and(|p| p.name == member.name);
     if member.role == Role::Leader && !is_prepared {
         return Ok(match gates.before_restart(member).await? {
-            Gate::Open => Action::Replan {
-                member: member.name.clone(),
-            },
-            Gate::Closed { reason, message } => Action::Blocked {
-                member: member.name.clone(),
-                reason,
-                message,
-            },
+            Gate::Open => Action::Replan { member: member.name.clone() },
+            Gate::Closed { reason, message } => Action::Blocked { member: member.name.clone(), reason, message },
         });
     }
-    Ok(Action::Restart {
-        member: member.name.clone(),
-    })
+    Ok(Action::Restart { member: member.name.clone() })
 }
 
 fn wait(member: &Member, reason: &str, message: String) -> Action {
-    Action::WaitFor {
-        member: member.name.clone(),
-        reason: reason.to_owned(),
-        message,
-    }
+    Action::WaitFor { member: member.name.clone(), reason: reason.to_owned(), message }
 }
 
 /// Whether a pending restart has gone unobserved longer than `timeout`. An unknown start
@@ -323,11 +292,7 @@ fn log_step(step: &Step) {
         Action::WaitFor { member, reason, .. } => {
             tracing::debug!(member, reason, target, "waiting for member")
         }
-        Action::Blocked {
-            member,
-            reason,
-            message,
-        } => {
+        Action::Blocked { member, reason, message } => {
             tracing::info!(member, reason, message, target, "rolling upgrade blocked")
         }
         Action::Done => tracing::debug!(target, "rolling upgrade complete"),

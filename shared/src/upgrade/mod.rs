@@ -115,8 +115,6 @@ mod progress;
 #[cfg(test)]
 mod tests;
 
-pub use execute::{
-    Action, DEFAULT_RESTART_TIMEOUT, Gate, Step, UpgradeGates, next_step, next_step_at,
-};
+pub use execute::{Action, DEFAULT_RESTART_TIMEOUT, Gate, Step, UpgradeGates, next_step, next_step_at};
 pub use plan::{Member, PendingRestart, Plan, Role, plan};
 pub use progress::{InFlightMember, UpgradeBlock, UpgradeProgress};

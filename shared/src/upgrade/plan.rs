@@ -72,9 +72,7 @@ impl Member {
 
 /// Restart order between two members; see [`Member::restart_key`] and [`natural_cmp`].
 fn restart_cmp(a: &Member, b: &Member) -> Ordering {
-    a.restart_key()
-        .cmp(&b.restart_key())
-        .then_with(|| natural_cmp(&a.name, &b.name))
+    a.restart_key().cmp(&b.restart_key()).then_with(|| natural_cmp(&a.name, &b.name))
 }
 
 /// Compares names with a trailing ordinal numerically (`db-2` < `db-10`), so that
@@ -162,22 +160,14 @@ impl<'a> Plan<'a> {
 
     /// Puts `member` in the list its observed state (and, for the in-flight member, its
     /// recorded restart) calls for. Members arrive in restart order.
-    fn place(
-        &mut self,
-        member: &'a Member,
-        in_flight: Option<&InFlightMember>,
-        done: &BTreeSet<&str>,
-    ) {
+    fn place(&mut self, member: &'a Member, in_flight: Option<&InFlightMember>, done: &BTreeSet<&str>) {
         let in_flight = in_flight.filter(|f| f.name == member.name);
         if member.target_revision.is_empty() {
             self.unknown_target.push(member);
         } else if member.needs_restart() {
             match in_flight {
                 Some(f) if f.restarted_at.is_some() => {
-                    self.restart_pending = Some(PendingRestart {
-                        member,
-                        since: f.restarted(),
-                    });
+                    self.restart_pending = Some(PendingRestart { member, since: f.restarted() });
                 }
                 Some(f) if f.prepared_at.is_some() => self.prepared = Some(member),
                 _ => self.restarts.push(member),
@@ -202,11 +192,7 @@ pub fn plan<'a>(members: &'a [Member], progress: &UpgradeProgress) -> Result<Pla
     let target_revision = target_key(members);
     // A progress from another roll says nothing about this one.
     let fresh = UpgradeProgress::default();
-    let progress = if progress.target_revision == target_revision {
-        progress
-    } else {
-        &fresh
-    };
+    let progress = if progress.target_revision == target_revision { progress } else { &fresh };
     let done: BTreeSet<&str> = progress.members_done.iter().map(String::as_str).collect();
     let in_flight = progress.in_flight.as_ref();
     let is_in_flight = |m: &Member| in_flight.is_some_and(|f| f.name == m.name);
@@ -231,15 +217,10 @@ fn validate(members: &[Member]) -> Result<()> {
     let mut seen = BTreeSet::new();
     for member in members {
         if member.name.is_empty() {
-            return Err(Error::Permanent(
-                "upgrade plan: a member has an empty name".into(),
-            ));
+            return Err(Error::Permanent("upgrade plan: a member has an empty name".into()));
         }
         if !seen.insert(member.name.as_str()) {
-            return Err(Error::Permanent(format!(
-                "upgrade plan: member {} is listed twice",
-                member.name
-            )));
+            return Err(Error::Permanent(format!("upgrade plan: member {} is listed twice", member.name)));
         }
     }
     Ok(())
@@ -247,11 +228,8 @@ fn validate(members: &[Member]) -> Result<()> {
 
 /// The identity of a roll: distinct non-empty targets, sorted, comma-separated.
 fn target_key(members: &[Member]) -> String {
-    let targets: BTreeSet<&str> = members
-        .iter()
-        .map(|m| m.target_revision.as_str())
-        .filter(|t| !t.is_empty())
-        .collect();
+    let targets: BTreeSet<&str> =
+        members.iter().map(|m| m.target_revision.as_str()).filter(|t| !t.is_empty()).collect();
     targets.into_iter().collect::<Vec<_>>().join(",")
 }
 
@@ -297,10 +275,7 @@ mod tests {
             member("db-4", Role::Follower, true, "v1"),
         ];
         let plan = plan(&members, &UpgradeProgress::default()).expect("valid members");
-        assert_eq!(
-            plan.restart_order(),
-            ["db-3", "db-2", "db-1", "db-4", "db-0"]
-        );
+        assert_eq!(plan.restart_order(), ["db-3", "db-2", "db-1", "db-4", "db-0"]);
     }
 
     #[test]
@@ -318,10 +293,8 @@ mod tests {
     fn order_breaks_ties_within_a_role_and_names_compare_ordinals_numerically() {
         let mut controller = member("ctrl-1", Role::Follower, true, "v1");
         controller.order = 0;
-        let mut brokers = [
-            member("broker-10", Role::Follower, true, "v1"),
-            member("broker-2", Role::Follower, true, "v1"),
-        ];
+        let mut brokers =
+            [member("broker-10", Role::Follower, true, "v1"), member("broker-2", Role::Follower, true, "v1")];
         for b in &mut brokers {
             b.order = 1;
         }
@@ -353,10 +326,7 @@ mod tests {
 
     #[test]
     fn an_unknown_current_revision_needs_a_restart() {
-        let members = [
-            member("a", Role::Follower, true, ""),
-            member("b", Role::Follower, true, "v2"),
-        ];
+        let members = [member("a", Role::Follower, true, ""), member("b", Role::Follower, true, "v2")];
         let plan = plan(&members, &progress(&["b"], None)).expect("valid members");
         assert_eq!(plan.restart_order(), ["a"]);
     }
@@ -368,25 +338,16 @@ mod tests {
             prepared_at: None,
             restarted_at: Some("2024-01-01T00:00:00Z".into()),
         };
-        let members = [
-            member("a", Role::Follower, false, "v2"),
-            member("b", Role::Follower, false, "v2"),
-        ];
+        let members = [member("a", Role::Follower, false, "v2"), member("b", Role::Follower, false, "v2")];
         let plan = plan(&members, &progress(&[], Some(in_flight("b")))).expect("valid members");
         assert_eq!(plan.settling[0].name, "b");
     }
 
     #[test]
     fn a_restarted_member_not_yet_on_target_is_pending_not_queued() {
-        let members = [
-            member("a", Role::Follower, false, "v1"),
-            member("b", Role::Follower, true, "v1"),
-        ];
-        let in_flight = InFlightMember {
-            name: "a".into(),
-            prepared_at: None,
-            restarted_at: Some("2024-01-01T00:00:00Z".into()),
-        };
+        let members = [member("a", Role::Follower, false, "v1"), member("b", Role::Follower, true, "v1")];
+        let in_flight =
+            InFlightMember { name: "a".into(), prepared_at: None, restarted_at: Some("2024-01-01T00:00:00Z".into()) };
         let plan = plan(&members, &progress(&[], Some(in_flight))).expect("valid members");
         let pending = plan.restart_pending.clone().expect("a is pending");
         assert_eq!(pending.member.name, "a");
@@ -396,15 +357,9 @@ mod tests {
 
     #[test]
     fn a_prepared_member_goes_first_even_if_it_is_still_leader() {
-        let members = [
-            member("a", Role::Leader, true, "v1"),
-            member("b", Role::Follower, true, "v1"),
-        ];
-        let in_flight = InFlightMember {
-            name: "a".into(),
-            prepared_at: Some("2024-01-01T00:00:00Z".into()),
-            restarted_at: None,
-        };
+        let members = [member("a", Role::Leader, true, "v1"), member("b", Role::Follower, true, "v1")];
+        let in_flight =
+            InFlightMember { name: "a".into(), prepared_at: Some("2024-01-01T00:00:00Z".into()), restarted_at: None };
         let plan = plan(&members, &progress(&[], Some(in_flight))).expect("valid members");
         assert_eq!(plan.restart_order(), ["a", "b"]);
         assert_eq!(plan.prepared.map(|m| m.name.as_str()), Some("a"));
@@ -416,11 +371,7 @@ mod tests {
         let mut stale = progress(&["a"], None);
         stale.target_revision = "v1".into();
         let plan = plan(&members, &stale).expect("valid members");
-        assert_eq!(
-            plan.unconfirmed.len(),
-            1,
-            "a must be confirmed again in the new roll"
-        );
+        assert_eq!(plan.unconfirmed.len(), 1, "a must be confirmed again in the new roll");
     }
 
     #[test]
@@ -429,19 +380,13 @@ mod tests {
         a.target_revision = "brokers-2".into();
         let mut b = member("b", Role::Follower, true, "v1");
         b.target_revision = "ctrl-7".into();
-        let c = Member {
-            target_revision: "brokers-2".into(),
-            ..b.clone()
-        };
+        let c = Member { target_revision: "brokers-2".into(), ..b.clone() };
         assert_eq!(target_key(&[b, a, c]), "brokers-2,ctrl-7");
     }
 
     #[test]
     fn duplicate_or_empty_names_are_rejected() {
-        let members = [
-            member("a", Role::Follower, true, "v1"),
-            member("a", Role::Leader, true, "v1"),
-        ];
+        let members = [member("a", Role::Follower, true, "v1"), member("a", Role::Leader, true, "v1")];
         let err = plan(&members, &UpgradeProgress::default()).expect_err("duplicate");
         assert_eq!(err.category(), crate::ErrorCategory::Permanent);
         let members = [member("", Role::Follower, true, "v1")];

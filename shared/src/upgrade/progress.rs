@@ -69,9 +69,7 @@ impl InFlightMember {
     /// by hand, so it is never trusted to parse).
     pub fn restarted(&self) -> Option<DateTime<Utc>> {
         let at = self.restarted_at.as_deref()?;
-        DateTime::parse_from_rfc3339(at)
-            .ok()
-            .map(|t| t.with_timezone(&Utc))
+        DateTime::parse_from_rfc3339(at).ok().map(|t| t.with_timezone(&Utc))
     }
 }
 
@@ -114,11 +112,7 @@ impl UpgradeProgress {
                 });
             }
             Action::WaitFor { .. } => self.forget_prepared(),
-            Action::Blocked {
-                member,
-                reason,
-                message,
-            } => {
+            Action::Blocked { member, reason, message } => {
                 self.forget_prepared();
                 self.record_block(member, reason, message, now);
             }
@@ -151,27 +145,16 @@ impl UpgradeProgress {
 
     /// Records that `name`'s restart was issued, keeping when it was prepared.
     fn record_restart(&mut self, name: &str, now: DateTime<Utc>) {
-        let prepared_at = self
-            .in_flight
-            .take()
-            .filter(|f| f.name == name)
-            .and_then(|f| f.prepared_at);
-        self.in_flight = Some(InFlightMember {
-            name: name.to_owned(),
-            prepared_at,
-            restarted_at: Some(timestamp(now)),
-        });
+        let prepared_at = self.in_flight.take().filter(|f| f.name == name).and_then(|f| f.prepared_at);
+        self.in_flight =
+            Some(InFlightMember { name: name.to_owned(), prepared_at, restarted_at: Some(timestamp(now)) });
         self.members_done.retain(|done| done != name);
     }
 
     /// A preparation (leader transfer) is trusted only by the step right after it: if
     /// anything else came first, the member may be leader again and must be prepared anew.
     fn forget_prepared(&mut self) {
-        if self
-            .in_flight
-            .as_ref()
-            .is_some_and(|f| f.restarted_at.is_none())
-        {
+        if self.in_flight.as_ref().is_some_and(|f| f.restarted_at.is_none()) {
             self.in_flight = None;
         }
     }
@@ -205,17 +188,11 @@ mod tests {
     }
 
     fn step(action: Action) -> Step {
-        Step {
-            action,
-            target_revision: "v2".into(),
-            confirmed: Vec::new(),
-        }
+        Step { action, target_revision: "v2".into(), confirmed: Vec::new() }
     }
 
     fn restart(name: &str) -> Action {
-        Action::Restart {
-            member: name.into(),
-        }
+        Action::Restart { member: name.into() }
     }
 
     #[test]
@@ -251,39 +228,22 @@ mod tests {
     fn advance_is_idempotent_while_waiting_or_blocked() {
         let mut p = UpgradeProgress::default();
         p.advance(&step(restart("a")), at(0));
-        let blocked = step(Action::Blocked {
-            member: "b".into(),
-            reason: "QuorumAtRisk".into(),
-            message: "m".into(),
-        });
+        let blocked = step(Action::Blocked { member: "b".into(), reason: "QuorumAtRisk".into(), message: "m".into() });
         p.advance(&blocked, at(10));
         let snapshot = p.clone();
         p.advance(&blocked, at(20));
-        let wait = step(Action::WaitFor {
-            member: "a".into(),
-            reason: "MemberNotReady".into(),
-            message: "m".into(),
-        });
+        let wait = step(Action::WaitFor { member: "a".into(), reason: "MemberNotReady".into(), message: "m".into() });
         p.advance(&wait, at(30));
         p.advance(&blocked, at(40));
         assert_eq!(p, snapshot);
-        assert_eq!(
-            p.last_block.as_ref().map(|b| b.since.as_str()),
-            Some("2023-11-14T22:13:30Z")
-        );
+        assert_eq!(p.last_block.as_ref().map(|b| b.since.as_str()), Some("2023-11-14T22:13:30Z"));
     }
 
     #[test]
     fn done_clears_in_flight_and_sets_completed_once() {
         let mut p = UpgradeProgress::default();
         p.advance(&step(restart("a")), at(0));
-        p.advance(
-            &Step {
-                confirmed: vec!["a".into()],
-                ..step(Action::Done)
-            },
-            at(5),
-        );
+        p.advance(&Step { confirmed: vec!["a".into()], ..step(Action::Done) }, at(5));
         p.advance(&step(Action::Done), at(9));
         assert!(p.in_flight.is_none());
         assert_eq!(p.completed_at, Some(timestamp(at(5))));
@@ -295,31 +255,17 @@ mod tests {
         p.advance(&step(Action::Replan { member: "a".into() }), at(0));
         p.advance(&step(restart("a")), at(1));
         let f = p.in_flight.clone().expect("a in flight");
-        assert_eq!(
-            (f.prepared_at.is_some(), f.restarted_at.is_some()),
-            (true, true)
-        );
+        assert_eq!((f.prepared_at.is_some(), f.restarted_at.is_some()), (true, true));
 
         let mut p = UpgradeProgress::default();
         p.advance(&step(Action::Replan { member: "a".into() }), at(0));
-        p.advance(
-            &step(Action::WaitFor {
-                member: "b".into(),
-                reason: "R".into(),
-                message: "m".into(),
-            }),
-            at(1),
-        );
+        p.advance(&step(Action::WaitFor { member: "b".into(), reason: "R".into(), message: "m".into() }), at(1));
         assert!(p.in_flight.is_none());
     }
 
     #[test]
     fn unparsable_restart_time_is_none() {
-        let f = InFlightMember {
-            name: "a".into(),
-            prepared_at: None,
-            restarted_at: Some("yesterday".into()),
-        };
+        let f = InFlightMember { name: "a".into(), prepared_at: None, restarted_at: Some("yesterday".into()) };
         assert_eq!(f.restarted(), None);
     }
 
@@ -330,10 +276,7 @@ mod tests {
         let json = serde_json::to_value(&p).expect("serializable");
         assert_eq!(json["targetRevision"], "v2");
         assert_eq!(json["inFlight"]["restartedAt"], "2023-11-14T22:13:20Z");
-        assert!(
-            json.get("membersDone").is_none(),
-            "empty fields are omitted"
-        );
+        assert!(json.get("membersDone").is_none(), "empty fields are omitted");
         let back: UpgradeProgress = serde_json::from_value(json).expect("deserializable");
         assert_eq!(back, p);
         let empty: UpgradeProgress = serde_json::from_str("{}").expect("all fields optional");
@@ -346,10 +289,7 @@ mod tests {
         fn check(value: &serde_json::Value, path: &str) {
             if let Some(props) = value.get("properties").and_then(|p| p.as_object()) {
                 for (name, prop) in props {
-                    assert!(
-                        prop.get("description").is_some(),
-                        "{path}.{name} has no description"
-                    );
+                    assert!(prop.get("description").is_some(), "{path}.{name} has no description");
                     check(prop, &format!("{path}.{name}"));
                 }
             }
@@ -361,8 +301,7 @@ mod tests {
                 }
             }
         }
-        let schema =
-            serde_json::to_value(schemars::schema_for!(UpgradeProgress)).expect("schema is JSON");
+        let schema = serde_json::to_value(schemars::schema_for!(UpgradeProgress)).expect("schema is JSON");
         check(&schema, "UpgradeProgress");
         assert_eq!(schema["properties"]["startedAt"]["format"], "date-time");
     }

@@ -54,26 +54,17 @@ struct Fake(Mutex<World>);
 impl Fake {
     fn new(nodes: Vec<Member>) -> Self {
         Fake(Mutex::new(World {
-            nodes: nodes
-                .into_iter()
-                .map(|member| Node { member, lag: 0 })
-                .collect(),
+            nodes: nodes.into_iter().map(|member| Node { member, lag: 0 }).collect(),
             ..World::default()
         }))
     }
 
     fn world(&self) -> MutexGuard<'_, World> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn members(&self) -> Vec<Member> {
-        self.world()
-            .nodes
-            .iter()
-            .map(|n| n.member.clone())
-            .collect()
+        self.world().nodes.iter().map(|n| n.member.clone()).collect()
     }
 
     fn events(&self) -> Vec<Event> {
@@ -91,10 +82,7 @@ impl Fake {
     }
 
     fn gate_calls(&self) -> Vec<Event> {
-        self.events()
-            .into_iter()
-            .filter(|e| !matches!(e, Event::Restarted(_)))
-            .collect()
+        self.events().into_iter().filter(|e| !matches!(e, Event::Restarted(_))).collect()
     }
 
     fn clear_events(&self) {
@@ -102,27 +90,17 @@ impl Fake {
     }
 
     fn node(&self, name: &str) -> Member {
-        self.members()
-            .into_iter()
-            .find(|m| m.name == name)
-            .expect("known member")
+        self.members().into_iter().find(|m| m.name == name).expect("known member")
     }
 
     fn edit(&self, name: &str, f: impl FnOnce(&mut Node)) {
         let mut world = self.world();
-        let node = world
-            .nodes
-            .iter_mut()
-            .find(|n| n.member.name == name)
-            .expect("known member");
+        let node = world.nodes.iter_mut().find(|n| n.member.name == name).expect("known member");
         f(node);
     }
 
     fn leader(&self) -> Option<String> {
-        self.members()
-            .into_iter()
-            .find(|m| m.role == Role::Leader)
-            .map(|m| m.name)
+        self.members().into_iter().find(|m| m.role == Role::Leader).map(|m| m.name)
     }
 
     /// Moves leadership to `to`; the old leader becomes a follower.
@@ -187,44 +165,23 @@ impl UpgradeGates for Fake {
     async fn before_restart(&self, member: &Member) -> Result<Gate> {
         let mut world = self.world();
         world.events.push(Event::BeforeRestart(member.name.clone()));
-        let is_leader = world
-            .nodes
-            .iter()
-            .any(|n| n.member.name == member.name && n.member.role == Role::Leader);
+        let is_leader = world.nodes.iter().any(|n| n.member.name == member.name && n.member.role == Role::Leader);
         if !is_leader {
-            world.violations.push(format!(
-                "before_restart called for non-leader {}",
-                member.name
-            ));
+            world.violations.push(format!("before_restart called for non-leader {}", member.name));
         }
-        let others_left = world
-            .nodes
-            .iter()
-            .any(|n| n.member.name != member.name && n.member.needs_restart());
+        let others_left = world.nodes.iter().any(|n| n.member.name != member.name && n.member.needs_restart());
         if member.ready && others_left {
-            world.violations.push(format!(
-                "ready leader {} prepared before the others were restarted",
-                member.name
-            ));
+            world.violations.push(format!("ready leader {} prepared before the others were restarted", member.name));
         }
         if let Some(gate) = world.before_restart.clone() {
             return Ok(gate);
         }
         if !world.no_transfer {
-            let candidates = || {
-                world
-                    .nodes
-                    .iter()
-                    .filter(|n| n.member.name != member.name && n.member.ready)
-            };
+            let candidates = || world.nodes.iter().filter(|n| n.member.name != member.name && n.member.ready);
             let to = world
                 .transfer_to
                 .clone()
-                .or_else(|| {
-                    candidates()
-                        .find(|n| n.member.is_on_target())
-                        .map(|n| n.member.name.clone())
-                })
+                .or_else(|| candidates().find(|n| n.member.is_on_target()).map(|n| n.member.name.clone()))
                 .or_else(|| candidates().next().map(|n| n.member.name.clone()));
             if let Some(to) = to {
                 move_leader(&mut world, &to);
@@ -239,11 +196,7 @@ impl UpgradeGates for Fake {
         if let Some(gate) = world.caught_up.clone() {
             return Ok(gate);
         }
-        let lag = world
-            .nodes
-            .iter()
-            .find(|n| n.member.name == member.name)
-            .map_or(0, |n| n.lag);
+        let lag = world.nodes.iter().find(|n| n.member.name == member.name).map_or(0, |n| n.lag);
         Ok(if lag == 0 {
             Gate::Open
         } else {
@@ -266,18 +219,7 @@ fn member(name: &str, role: Role, ready: bool, current: &str) -> Member {
 /// `n` ready members on the old revision, `db-{leader}` leading.
 fn cluster(n: usize, leader: usize) -> Vec<Member> {
     (0..n)
-        .map(|i| {
-            member(
-                &format!("db-{i}"),
-                if i == leader {
-                    Role::Leader
-                } else {
-                    Role::Follower
-                },
-                true,
-                OLD,
-            )
-        })
+        .map(|i| member(&format!("db-{i}"), if i == leader { Role::Leader } else { Role::Follower }, true, OLD))
         .collect()
 }
 
@@ -298,18 +240,13 @@ async fn drive(
     let limit = 20 * fake.members().len() + 20;
     for _ in 0..limit {
         let members = fake.members();
-        let step = next_step_at(&members, fake, progress, *now)
-            .await
-            .expect("gates do not fail");
+        let step = next_step_at(&members, fake, progress, *now).await.expect("gates do not fail");
         progress.advance(&step, *now);
         steps.push(step.clone());
         match &step.action {
             Action::Restart { member } => {
                 let in_flight = fake.in_flight();
-                assert!(
-                    in_flight.is_empty(),
-                    "restarting {member} while {in_flight:?} in flight"
-                );
+                assert!(in_flight.is_empty(), "restarting {member} while {in_flight:?} in flight");
                 fake.restart(member);
             }
             Action::WaitFor { .. } => fake.tick(),
@@ -354,32 +291,21 @@ async fn waits_for_the_member_in_flight_before_touching_another() {
         member("b", Role::Follower, true, OLD),
         member("c", Role::Leader, true, OLD),
     ]);
-    let step = next_step_at(&fake.members(), &fake, &UpgradeProgress::default(), t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &UpgradeProgress::default(), t0()).await.expect("ok");
     assert!(
         matches!(&step.action, Action::WaitFor { member, reason, .. } if member == "a" && reason == "MemberNotReady")
     );
-    assert!(
-        fake.gate_calls().is_empty(),
-        "no gate is asked while a member is not ready"
-    );
+    assert!(fake.gate_calls().is_empty(), "no gate is asked while a member is not ready");
 
     fake.edit("a", |n| {
         n.member.ready = true;
         n.lag = 1;
     });
-    let step = next_step_at(&fake.members(), &fake, &UpgradeProgress::default(), t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &UpgradeProgress::default(), t0()).await.expect("ok");
     assert!(
         matches!(&step.action, Action::WaitFor { member, reason, .. } if member == "a" && reason == "ReplicaLagging")
     );
-    assert_eq!(
-        fake.gate_calls(),
-        [Event::CaughtUp("a".into())],
-        "no may_restart while a lags"
-    );
+    assert_eq!(fake.gate_calls(), [Event::CaughtUp("a".into())], "no may_restart while a lags");
 }
 
 #[tokio::test]
@@ -387,9 +313,7 @@ async fn a_closed_may_restart_gate_blocks_with_its_reason() {
     let fake = Fake::new(cluster(3, 0));
     fake.world().may_restart = Some(Gate::closed("QuorumAtRisk", "only 2 of 3 members healthy"));
     let mut progress = UpgradeProgress::default();
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
     assert_eq!(
         step.action,
         Action::Blocked {
@@ -401,25 +325,12 @@ async fn a_closed_may_restart_gate_blocks_with_its_reason() {
     assert_eq!(step.action.reason(), "QuorumAtRisk");
     progress.advance(&step, t0());
     let block = progress.last_block.clone().expect("block recorded");
-    assert_eq!(
-        (block.member.as_str(), block.reason.as_str()),
-        ("db-1", "QuorumAtRisk")
-    );
-    assert!(
-        progress.in_flight.is_none(),
-        "a blocked member is not in flight"
-    );
+    assert_eq!((block.member.as_str(), block.reason.as_str()), ("db-1", "QuorumAtRisk"));
+    assert!(progress.in_flight.is_none(), "a blocked member is not in flight");
 
     fake.world().may_restart = None;
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
-    assert_eq!(
-        step.action,
-        Action::Restart {
-            member: "db-1".into()
-        }
-    );
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
+    assert_eq!(step.action, Action::Restart { member: "db-1".into() });
 }
 
 #[tokio::test]
@@ -427,17 +338,10 @@ async fn before_restart_is_called_for_the_leader_only_and_before_its_restart() {
     let fake = Fake::new(cluster(3, 1));
     roll(&fake).await;
     let events = fake.events();
-    let before: Vec<_> = events
-        .iter()
-        .filter(|e| matches!(e, Event::BeforeRestart(_)))
-        .collect();
+    let before: Vec<_> = events.iter().filter(|e| matches!(e, Event::BeforeRestart(_))).collect();
     assert_eq!(before, [&Event::BeforeRestart("db-1".into())]);
-    let prepared = events
-        .iter()
-        .position(|e| e == &Event::BeforeRestart("db-1".into()));
-    let restarted = events
-        .iter()
-        .position(|e| e == &Event::Restarted("db-1".into()));
+    let prepared = events.iter().position(|e| e == &Event::BeforeRestart("db-1".into()));
+    let restarted = events.iter().position(|e| e == &Event::Restarted("db-1".into()));
     assert!(prepared < restarted, "{events:?}");
     assert_eq!(fake.restarts(), ["db-0", "db-2", "db-1"]);
     assert!(fake.world().violations.is_empty());
@@ -445,10 +349,7 @@ async fn before_restart_is_called_for_the_leader_only_and_before_its_restart() {
 
 #[tokio::test]
 async fn a_closed_before_restart_gate_blocks_the_leader() {
-    let fake = Fake::new(vec![
-        member("a", Role::Leader, true, OLD),
-        member("b", Role::Follower, true, NEW),
-    ]);
+    let fake = Fake::new(vec![member("a", Role::Leader, true, OLD), member("b", Role::Follower, true, NEW)]);
     fake.world().before_restart = Some(Gate::closed("SwitchoverFailed", "no replica in sync"));
     let (progress, steps) = roll(&fake).await;
     let last = steps.last().map(|s| s.action.clone());
@@ -461,19 +362,11 @@ async fn a_closed_before_restart_gate_blocks_the_leader() {
 
 #[tokio::test]
 async fn a_closed_caught_up_gate_keeps_waiting() {
-    let fake = Fake::new(vec![
-        member("a", Role::Follower, true, NEW),
-        member("b", Role::Follower, true, OLD),
-    ]);
-    fake.world().caught_up = Some(Gate::closed(
-        "ReplicaLagging",
-        "a is 300 transactions behind",
-    ));
+    let fake = Fake::new(vec![member("a", Role::Follower, true, NEW), member("b", Role::Follower, true, OLD)]);
+    fake.world().caught_up = Some(Gate::closed("ReplicaLagging", "a is 300 transactions behind"));
     let mut progress = UpgradeProgress::default();
     for _ in 0..3 {
-        let step = next_step_at(&fake.members(), &fake, &progress, t0())
-            .await
-            .expect("ok");
+        let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
         assert_eq!(
             step.action,
             Action::WaitFor {
@@ -487,9 +380,7 @@ async fn a_closed_caught_up_gate_keeps_waiting() {
     assert!(!fake.gate_calls().contains(&Event::MayRestart("b".into())));
 
     fake.world().caught_up = None;
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
     assert_eq!(step.confirmed, ["a"]);
     assert_eq!(step.action, Action::Restart { member: "b".into() });
 }
@@ -500,8 +391,7 @@ async fn resumes_from_persisted_progress_after_an_operator_restart() {
     let mut progress = UpgradeProgress::default();
     let mut now = t0();
     // Roll until the third restart has been issued, then "crash".
-    let third_restart =
-        |s: &Step| matches!(&s.action, Action::Restart { member } if member == "db-3");
+    let third_restart = |s: &Step| matches!(&s.action, Action::Restart { member } if member == "db-3");
     drive(&fake, &mut progress, &mut now, third_restart).await;
     assert_eq!(fake.restarts(), ["db-1", "db-2", "db-3"]);
     let persisted = serde_json::to_string(&progress).expect("serializable");
@@ -510,33 +400,18 @@ async fn resumes_from_persisted_progress_after_an_operator_restart() {
     fake.clear_events();
     let mut progress: UpgradeProgress = serde_json::from_str(&persisted).expect("deserializable");
     assert_eq!(progress.members_done, ["db-1", "db-2"]);
-    assert_eq!(
-        progress.in_flight.as_ref().map(|f| f.name.as_str()),
-        Some("db-3")
-    );
+    assert_eq!(progress.in_flight.as_ref().map(|f| f.name.as_str()), Some("db-3"));
 
-    let step = next_step_at(&fake.members(), &fake, &progress, now)
-        .await
-        .expect("ok");
-    assert!(
-        matches!(&step.action, Action::WaitFor { member, .. } if member == "db-3"),
-        "{step:?}"
-    );
+    let step = next_step_at(&fake.members(), &fake, &progress, now).await.expect("ok");
+    assert!(matches!(&step.action, Action::WaitFor { member, .. } if member == "db-3"), "{step:?}");
     drive(&fake, &mut progress, &mut now, |_| false).await;
-    assert_eq!(
-        fake.restarts(),
-        ["db-4", "db-0"],
-        "finished members are not restarted again"
-    );
+    assert_eq!(fake.restarts(), ["db-4", "db-0"], "finished members are not restarted again");
     let asked: Vec<_> = fake
         .gate_calls()
         .into_iter()
         .filter(|e| matches!(e, Event::CaughtUp(m) if m == "db-1" || m == "db-2"))
         .collect();
-    assert!(
-        asked.is_empty(),
-        "members already done are not asked again: {asked:?}"
-    );
+    assert!(asked.is_empty(), "members already done are not asked again: {asked:?}");
 }
 
 #[tokio::test]
@@ -544,25 +419,14 @@ async fn the_new_leader_goes_last_when_leadership_moves_during_the_roll() {
     let fake = Fake::new(cluster(3, 0));
     let mut progress = UpgradeProgress::default();
     let mut now = t0();
-    drive(&fake, &mut progress, &mut now, |s| {
-        matches!(s.action, Action::Restart { .. })
-    })
-    .await;
+    drive(&fake, &mut progress, &mut now, |s| matches!(s.action, Action::Restart { .. })).await;
     assert_eq!(fake.restarts(), ["db-1"]);
     // An election moves leadership to db-2, still on the old revision.
     fake.move_leader("db-2");
     drive(&fake, &mut progress, &mut now, |_| false).await;
     assert_eq!(fake.restarts(), ["db-1", "db-0", "db-2"]);
-    let before: Vec<_> = fake
-        .events()
-        .into_iter()
-        .filter(|e| matches!(e, Event::BeforeRestart(_)))
-        .collect();
-    assert_eq!(
-        before,
-        [Event::BeforeRestart("db-2".into())],
-        "db-0 is no longer leader"
-    );
+    let before: Vec<_> = fake.events().into_iter().filter(|e| matches!(e, Event::BeforeRestart(_))).collect();
+    assert_eq!(before, [Event::BeforeRestart("db-2".into())], "db-0 is no longer leader");
 }
 
 #[tokio::test]
@@ -574,16 +438,8 @@ async fn after_a_transfer_the_old_leader_is_a_follower_and_the_new_leader_goes_l
     fake.world().transfer_to = Some("db-2".into());
     let mut progress = UpgradeProgress::default();
     let mut now = t0();
-    let steps = drive(&fake, &mut progress, &mut now, |s| {
-        matches!(s.action, Action::Replan { .. })
-    })
-    .await;
-    assert_eq!(
-        steps.last().map(|s| &s.action),
-        Some(&Action::Replan {
-            member: "db-0".into()
-        })
-    );
+    let steps = drive(&fake, &mut progress, &mut now, |s| matches!(s.action, Action::Replan { .. })).await;
+    assert_eq!(steps.last().map(|s| &s.action), Some(&Action::Replan { member: "db-0".into() }));
     assert_eq!(fake.leader().as_deref(), Some("db-2"));
     assert_eq!(fake.node("db-0").role, Role::Follower);
 
@@ -595,23 +451,17 @@ async fn after_a_transfer_the_old_leader_is_a_follower_and_the_new_leader_goes_l
 
 #[tokio::test]
 async fn nothing_to_do_is_done_and_asks_nothing_the_second_time() {
-    let members: Vec<_> = (0..3)
-        .map(|i| member(&format!("db-{i}"), Role::Follower, true, NEW))
-        .collect();
+    let members: Vec<_> = (0..3).map(|i| member(&format!("db-{i}"), Role::Follower, true, NEW)).collect();
     let fake = Fake::new(members);
     let mut progress = UpgradeProgress::default();
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
     assert_eq!(step.action, Action::Done);
     assert_eq!(step.confirmed, ["db-0", "db-1", "db-2"]);
     progress.advance(&step, t0());
     let recorded = progress.clone();
 
     fake.clear_events();
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
     assert_eq!(step.action, Action::Done);
     assert!(fake.events().is_empty());
     progress.advance(&step, t0() + chrono::Duration::hours(1));
@@ -620,10 +470,7 @@ async fn nothing_to_do_is_done_and_asks_nothing_the_second_time() {
 
 #[tokio::test]
 async fn an_unknown_current_revision_is_restarted() {
-    let fake = Fake::new(vec![
-        member("a", Role::Follower, true, ""),
-        member("b", Role::Leader, true, NEW),
-    ]);
+    let fake = Fake::new(vec![member("a", Role::Follower, true, ""), member("b", Role::Leader, true, NEW)]);
     let (_, steps) = roll(&fake).await;
     assert_eq!(fake.restarts(), ["a"]);
     assert_eq!(steps.last().map(|s| &s.action), Some(&Action::Done));
@@ -631,15 +478,10 @@ async fn an_unknown_current_revision_is_restarted() {
 
 #[tokio::test]
 async fn an_unknown_target_revision_holds_the_roll() {
-    let mut members = vec![
-        member("a", Role::Follower, true, OLD),
-        member("b", Role::Follower, true, OLD),
-    ];
+    let mut members = vec![member("a", Role::Follower, true, OLD), member("b", Role::Follower, true, OLD)];
     members[1].target_revision.clear();
     let fake = Fake::new(members);
-    let step = next_step_at(&fake.members(), &fake, &UpgradeProgress::default(), t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &UpgradeProgress::default(), t0()).await.expect("ok");
     assert!(
         matches!(&step.action, Action::WaitFor { member, reason, .. } if member == "b" && reason == "TargetRevisionUnknown")
     );
@@ -650,40 +492,21 @@ async fn an_unknown_target_revision_holds_the_roll() {
 async fn an_unobserved_restart_is_waited_for_then_issued_again_for_the_same_member() {
     let fake = Fake::new(cluster(3, 0));
     let mut progress = UpgradeProgress::default();
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
-    assert_eq!(
-        step.action,
-        Action::Restart {
-            member: "db-1".into()
-        }
-    );
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
+    assert_eq!(step.action, Action::Restart { member: "db-1".into() });
     progress.advance(&step, t0()); // recorded, but the operator died before deleting the pod
 
     let later = t0() + chrono::Duration::minutes(5);
-    let step = next_step_at(&fake.members(), &fake, &progress, later)
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &progress, later).await.expect("ok");
     assert!(
         matches!(&step.action, Action::WaitFor { member, reason, .. } if member == "db-1" && reason == "RestartPending")
     );
 
     let much_later = t0() + chrono::Duration::minutes(11);
-    let step = next_step_at(&fake.members(), &fake, &progress, much_later)
-        .await
-        .expect("ok");
-    assert_eq!(
-        step.action,
-        Action::Restart {
-            member: "db-1".into()
-        }
-    );
+    let step = next_step_at(&fake.members(), &fake, &progress, much_later).await.expect("ok");
+    assert_eq!(step.action, Action::Restart { member: "db-1".into() });
     progress.advance(&step, much_later);
-    let restarted = progress
-        .in_flight
-        .as_ref()
-        .and_then(InFlightMember::restarted);
+    let restarted = progress.in_flight.as_ref().and_then(InFlightMember::restarted);
     assert_eq!(restarted, Some(much_later), "the timeout starts again");
 }
 
@@ -695,24 +518,15 @@ async fn a_new_target_replaces_a_broken_in_flight_member_instead_of_waiting_for_
     members[1].ready = false;
     let fake = Fake::new(members);
     let mut progress = UpgradeProgress::default();
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
     assert!(matches!(&step.action, Action::WaitFor { member, .. } if member == "db-1"));
     progress.advance(&step, t0());
 
     for node in &mut fake.world().nodes {
         node.member.target_revision = "rev-3".into();
     }
-    let step = next_step_at(&fake.members(), &fake, &progress, t0())
-        .await
-        .expect("ok");
-    assert_eq!(
-        step.action,
-        Action::Restart {
-            member: "db-1".into()
-        }
-    );
+    let step = next_step_at(&fake.members(), &fake, &progress, t0()).await.expect("ok");
+    assert_eq!(step.action, Action::Restart { member: "db-1".into() });
     assert_eq!(step.target_revision, "rev-3");
     progress.advance(&step, t0());
     assert_eq!(progress.target_revision, "rev-3");
@@ -733,18 +547,13 @@ async fn failing_gates_fail_the_step() {
     struct Down;
     impl UpgradeGates for Down {
         async fn may_restart(&self, _: &Member) -> Result<Gate> {
-            Err(crate::Error::DataPlane {
-                system: "mysql".into(),
-                message: "connection refused".into(),
-            })
+            Err(crate::Error::DataPlane { system: "mysql".into(), message: "connection refused".into() })
         }
         async fn caught_up(&self, _: &Member) -> Result<Gate> {
             Ok(Gate::Open)
         }
     }
-    let err = next_step_at(&cluster(2, 0), &Down, &UpgradeProgress::default(), t0())
-        .await
-        .expect_err("gate failed");
+    let err = next_step_at(&cluster(2, 0), &Down, &UpgradeProgress::default(), t0()).await.expect_err("gate failed");
     assert_eq!(err.category(), crate::ErrorCategory::Transient);
 }
 
@@ -766,24 +575,13 @@ async fn whole_rolls_restart_every_member_once_and_the_leader_last() {
             let fake = Fake::new(cluster(n, leader));
             let (progress, steps) = roll(&fake).await;
             let leader_name = format!("db-{leader}");
-            let mut expected: Vec<_> = (0..n)
-                .filter(|&i| i != leader)
-                .map(|i| format!("db-{i}"))
-                .collect();
+            let mut expected: Vec<_> = (0..n).filter(|&i| i != leader).map(|i| format!("db-{i}")).collect();
             expected.push(leader_name.clone());
             assert_eq!(fake.restarts(), expected, "n={n} leader={leader}");
             assert_eq!(steps.last().map(|s| &s.action), Some(&Action::Done));
             assert_eq!(progress.members_done.len(), n);
-            let before: Vec<_> = fake
-                .events()
-                .into_iter()
-                .filter(|e| matches!(e, Event::BeforeRestart(_)))
-                .collect();
-            assert_eq!(
-                before,
-                [Event::BeforeRestart(leader_name)],
-                "n={n} leader={leader}"
-            );
+            let before: Vec<_> = fake.events().into_iter().filter(|e| matches!(e, Event::BeforeRestart(_))).collect();
+            assert_eq!(before, [Event::BeforeRestart(leader_name)], "n={n} leader={leader}");
         }
     }
 }
@@ -807,24 +605,12 @@ async fn random_clusters_keep_the_invariants() {
                 };
                 let on_target = rng.random_bool(0.2);
                 let ready = on_target || rng.random_bool(0.8);
-                member(
-                    &format!("m-{i}"),
-                    role,
-                    ready,
-                    if on_target { NEW } else { OLD },
-                )
+                member(&format!("m-{i}"), role, ready, if on_target { NEW } else { OLD })
             })
             .collect();
-        let must_restart: Vec<_> = members
-            .iter()
-            .filter(|m| m.needs_restart())
-            .map(|m| m.name.clone())
-            .collect();
-        let unready: Vec<_> = members
-            .iter()
-            .filter(|m| !m.ready && m.needs_restart())
-            .map(|m| m.name.clone())
-            .collect();
+        let must_restart: Vec<_> = members.iter().filter(|m| m.needs_restart()).map(|m| m.name.clone()).collect();
+        let unready: Vec<_> =
+            members.iter().filter(|m| !m.ready && m.needs_restart()).map(|m| m.name.clone()).collect();
         let fake = Fake::new(members);
 
         let mut progress = UpgradeProgress::default();
@@ -837,39 +623,21 @@ async fn random_clusters_keep_the_invariants() {
             steps > crash_after
         })
         .await;
-        progress =
-            serde_json::from_value(serde_json::to_value(&progress).expect("ser")).expect("de");
+        progress = serde_json::from_value(serde_json::to_value(&progress).expect("ser")).expect("de");
         let last = drive(&fake, &mut progress, &mut now, |_| false).await;
 
-        assert_eq!(
-            last.last().map(|s| &s.action),
-            Some(&Action::Done),
-            "case {case}"
-        );
+        assert_eq!(last.last().map(|s| &s.action), Some(&Action::Done), "case {case}");
         let restarts = fake.restarts();
         let mut sorted = restarts.clone();
         sorted.sort();
         let mut expected = must_restart.clone();
         expected.sort();
-        assert_eq!(
-            sorted, expected,
-            "case {case}: each member needing it restarted exactly once"
-        );
+        assert_eq!(sorted, expected, "case {case}: each member needing it restarted exactly once");
         assert!(
-            restarts
-                .iter()
-                .take(unready.len())
-                .all(|r| unready.contains(r)),
+            restarts.iter().take(unready.len()).all(|r| unready.contains(r)),
             "case {case}: unready members first: {restarts:?}, unready {unready:?}"
         );
-        assert!(
-            fake.world().violations.is_empty(),
-            "case {case}: {:?}",
-            fake.world().violations
-        );
-        assert!(
-            fake.members().iter().all(|m| m.is_on_target() && m.ready),
-            "case {case}"
-        );
+        assert!(fake.world().violations.is_empty(), "case {case}: {:?}", fake.world().violations);
+        assert!(fake.members().iter().all(|m| m.is_on_target() && m.ready), "case {case}");
     }
 }

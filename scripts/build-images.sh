@@ -6,7 +6,7 @@
 #
 #   scripts/build-images.sh               build every image
 #   scripts/build-images.sh mariadb tools build some (ids: pause mariadb etcd kafka coredns
-#                                         tools statecraft-mysql statecraft-etcd statecraft-kafka)
+#                                         tools statecraft-mysql statecraft-etcd statecraft-kafka statecraft-echo)
 #
 # Root filesystems: Debian images start from one `debootstrap --variant=minbase bookworm`
 # tarball, made once and cached in $CACHE/images/base/; static images (Go and Rust binaries)
@@ -32,6 +32,9 @@ die() { printf '\033[1;31mbuild-images: %s\033[0m\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and file ownership need it)"
 mkdir -p "$OUT/base" "$OUT/bin" "$OUT/work"
+# One build at a time (the cluster bring-up runs this script too).
+exec 9>"$OUT/.lock"
+flock -n 9 || { log "waiting for another build-images.sh to finish"; flock 9; }
 
 # ---------------------------------------------------------------- host tools
 

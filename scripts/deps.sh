@@ -4,7 +4,12 @@
 # used by tests. Safe to run again; each step skips what is already there.
 source "$(dirname "$0")/lib.sh"
 
-APT_PACKAGES=(build-essential pkg-config cmake protobuf-compiler libcurl4-openssl-dev ca-certificates)
+APT_PACKAGES=(
+  # builds
+  build-essential pkg-config cmake protobuf-compiler libcurl4-openssl-dev ca-certificates openssl
+  # the local cluster's node: container runtime, CNI plugins, kube-proxy's tools
+  containerd runc containernetworking-plugins iptables conntrack iproute2 ethtool socat kmod
+)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -17,16 +17,24 @@ trap 'printf "\033[1;31mverify: failed (exit %s) at line %s: %s\033[0m\n" "$?" "
 
 cleanup() {
   if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-    for c in $(c ctr containers ls -q 2>/dev/null); do
-      c ctr tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
-      sleep 0.5
-      c ctr tasks delete -f "$c" >/dev/null 2>&1 || true
-      c ctr containers delete "$c" >/dev/null 2>&1 || true
+    # Shims outlive containerd: stop every task and delete every container first.
+    for c in $(cr containers ls -q 2>/dev/null); do
+      cr tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+      for _ in $(seq 20); do cr tasks ls 2>/dev/null | grep -q "^$c .*RUNNING" || break; sleep 0.2; done
+      cr tasks delete -f "$c" >/dev/null 2>&1 || true
+      cr containers delete "$c" >/dev/null 2>&1 || true
     done
     kill "$PID"
     for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$PID" 2>/dev/null && kill -9 "$PID"
+    if kill -0 "$PID" 2>/dev/null; then kill -9 "$PID"; fi
   fi
+  # Every test container ran in cgroup /imgtest/<id>; the tasks' removal took the leaves.
+  local d
+  for d in /sys/fs/cgroup/*/imgtest /sys/fs/cgroup/imgtest; do
+    [ -d "$d" ] || continue
+    find "$d" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true
+    rmdir "$d" 2>/dev/null || echo "verify: could not remove cgroup $d" >&2
+  done
   # The mounts lived in containerd's own mount namespace, gone with it; check anyway.
   if awk -v d="$T" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
     fail "mounts left under $T; not removing it"
@@ -38,7 +46,22 @@ cleanup() {
 c() { nsenter --target "$PID" --mount -- "$@"; }
 cr() { c ctr --address "$SOCK" --namespace k8s.io "$@"; }
 # run IMAGE ID CMD...: runs a container to completion, printing its output.
-run() { local img="$1" id="$2"; shift 2; cr run --rm "$img" "imgtest-$id" "$@"; }
+run() { local img="$1" id="$2"; shift 2; cr run --rm --cgroup "/imgtest/$id" "$img" "imgtest-$id" "$@"; }
+# start IMAGE ID [CMD...]: starts a container in the background, output in $T/ID.log (a
+# detached task whose output nobody reads blocks once the pipe is full).
+start() {
+  local img="$1" id="$2"; shift 2
+  cr run -d --cgroup "/imgtest/$id" --log-uri "file://$T/$id.log" "$img" "imgtest-$id" "$@" >/dev/null
+}
+# stop ID: kills and removes a background container.
+stop() {
+  cr tasks kill -s SIGKILL "imgtest-$1" >/dev/null 2>&1 || true
+  for _ in $(seq 20); do cr tasks ls | grep -q "^imgtest-$1 .*RUNNING" || break; sleep 0.2; done
+  cr tasks delete "imgtest-$1" >/dev/null
+  cr containers delete "imgtest-$1"
+}
+# running ID: whether the container's task runs.
+running() { cr tasks ls | grep -q "^imgtest-$1 .*RUNNING"; }
 ok() { printf '\033[1;32m  ok\033[0m %s\n' "$*" >&2; }
 
 [ "$(id -u)" = 0 ] || fail "run as root"
@@ -70,13 +93,13 @@ CONTAINERD_ADDRESS="$SOCK" "$ROOT/scripts/import-images.sh" 2>&1 | grep -q '0 im
 cr images ls
 
 log "pause: starts, keeps running, exits 0 on SIGTERM"
-cr run -d "$PAUSE_IMAGE" imgtest-pause >/dev/null
+start "$PAUSE_IMAGE" pause
 sleep 1
-cr tasks ls | grep -q 'imgtest-pause .*RUNNING' || fail "pause is not running"
+running pause || fail "pause is not running"
 cr tasks kill -s SIGTERM imgtest-pause
-sleep 1
-cr tasks ls | grep -q 'imgtest-pause .*STOPPED' || fail "pause did not stop on SIGTERM"
-cr tasks delete imgtest-pause | grep -q 'status 0' || true
+for _ in $(seq 25); do running pause || break; sleep 0.2; done
+running pause && fail "pause did not stop on SIGTERM"
+cr tasks delete imgtest-pause || fail "pause did not exit 0"   # ctr fails on a non-zero exit status
 cr containers delete imgtest-pause
 ok "pause"
 
@@ -98,19 +121,18 @@ ok "etcd"
 
 log "coredns: runs as 65532 and binds port 53 (file capability), answers a query"
 run "$COREDNS_IMAGE" coredns-v /coredns -version
-cr run -d "$COREDNS_IMAGE" imgtest-coredns >/dev/null
+start "$COREDNS_IMAGE" coredns
 sleep 2
-cr tasks ls | grep -q 'imgtest-coredns .*RUNNING' || fail "coredns is not running"
+running coredns || { cat "$T/coredns.log" >&2; fail "coredns is not running"; }
 cpid="$(cr tasks ls | awk '$1 == "imgtest-coredns" { print $2 }')"
 # A tools container in coredns' network namespace asks it (the default config is whoami).
-cr run --rm --with-ns "network:/proc/$cpid/ns/net" "$TOOLS_IMAGE" imgtest-dig \
+cr run --rm --cgroup /imgtest/dig --with-ns "network:/proc/$cpid/ns/net" "$TOOLS_IMAGE" imgtest-dig \
   dig +time=2 +tries=3 @127.0.0.1 whoami.example A | tee "$T/dig.out"
 # whoami answers with the asker's address in the additional section.
 grep -q 'status: NOERROR' "$T/dig.out" && grep -qE 'whoami\.example\.\s+0\s+IN\s+A\s+127\.0\.0\.1' "$T/dig.out" ||
-  fail "coredns did not answer"
+  { cat "$T/coredns.log" >&2; fail "coredns did not answer"; }
 grep -qE '^Uid:\s+65532\s' "/proc/$cpid/status" || fail "coredns does not run as 65532"
-cr tasks kill -s SIGKILL imgtest-coredns; sleep 0.5
-cr tasks delete imgtest-coredns >/dev/null; cr containers delete imgtest-coredns
+stop coredns
 ok "coredns"
 
 log "tools"
@@ -129,28 +151,35 @@ if command -v rustc >/dev/null; then
   printf '%s\n' 'fn main() { for h in std::env::args().skip(1) { use std::net::ToSocketAddrs;' \
     'let a: Vec<_> = (h.as_str(), 80).to_socket_addrs().expect("lookup").collect(); println!("{h} -> {a:?}"); } }' > "$T/probe.rs"
   rustc -C target-feature=+crt-static --target x86_64-unknown-linux-gnu -o "$T/probe" "$T/probe.rs"
-  cr run --rm --mount "type=bind,src=$T/probe,dst=/probe,options=rbind:ro" "$STATECRAFT_MYSQL_IMAGE" imgtest-probe /probe localhost
+  cr run --rm --cgroup /imgtest/probe --mount "type=bind,src=$T/probe,dst=/probe,options=rbind:ro" \
+    "$STATECRAFT_MYSQL_IMAGE" imgtest-probe /probe localhost
 fi
 ok "operators"
 
 log "kafka: format the storage and start a single-node KRaft broker+controller"
 run "$KAFKA_IMAGE" kafka-java java -version
-cr run -d "$KAFKA_IMAGE" imgtest-kafka sh -ec '
+start "$KAFKA_IMAGE" kafka sh -ec '
   kafka-storage format --standalone -t "$(kafka-storage random-uuid)" -c /opt/kafka/config/server.properties
-  exec env KAFKA_HEAP_OPTS="-Xmx512M -Xms512M" kafka-server-start /opt/kafka/config/server.properties' >/dev/null
-for i in $(seq 60); do
-  if cr tasks exec --exec-id "probe$i" imgtest-kafka kafka-metadata-quorum --bootstrap-server localhost:9092 describe --status \
-      >"$T/quorum.out" 2>&1; then break; fi
+  exec env KAFKA_HEAP_OPTS="-Xmx512M -Xms512M" kafka-server-start /opt/kafka/config/server.properties'
+# (log4j's "Could not determine local host name" comes from ctr not putting the container's
+# host name in /etc/hosts; a pod's /etc/hosts has it.)
+up=""
+for i in $(seq 30); do
+  if cr tasks exec --exec-id "probe$i" imgtest-kafka timeout 30 kafka-metadata-quorum \
+      --bootstrap-server localhost:9092 describe --status >"$T/quorum.out" 2>"$T/quorum.err"; then up=1; break; fi
+  running kafka || break
   sleep 2
 done
+[ -n "$up" ] || { tail -n 30 "$T/kafka.log" "$T/quorum.err" >&2; fail "kafka did not come up"; }
 cat "$T/quorum.out"
-grep -q 'LeaderId' "$T/quorum.out" || fail "kafka did not come up"
+grep -q 'LeaderId' "$T/quorum.out" || fail "kafka has no quorum leader"
 cr tasks exec --exec-id topic imgtest-kafka sh -ec '
   kafka-topics --bootstrap-server localhost:9092 --create --topic imgtest --partitions 1 --replication-factor 1
   echo hello-from-imgtest | kafka-console-producer --bootstrap-server localhost:9092 --topic imgtest
   kafka-console-consumer --bootstrap-server localhost:9092 --topic imgtest --from-beginning --max-messages 1 --timeout-ms 30000' \
-  | tee "$T/consume.out"
-grep -q hello-from-imgtest "$T/consume.out" || fail "kafka round trip failed"
+  2>"$T/roundtrip.err" | tee "$T/consume.out"
+grep -q hello-from-imgtest "$T/consume.out" || { tail -n 30 "$T/roundtrip.err" >&2; fail "kafka round trip failed"; }
+stop kafka
 ok "kafka"
 
 log "all images verified"

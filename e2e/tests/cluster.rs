@@ -324,3 +324,33 @@ async fn cluster_a_pod_of_every_image_runs() -> TestResult {
     ns.pass();
     Ok(())
 }
+
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_operator_image_runs_in_cluster_with_only_its_namespaced_role() -> TestResult {
+    use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
+    use statecraft_shared::testing::echo::EchoOperator;
+
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "operator").await?;
+    // The CRD is cluster-scoped: installed once, shared by every run.
+    cluster.kubectl_with_input(&["apply", "-f", "-"], Some(&crd_yaml(&EchoOperator::crds())?))?;
+    cluster.kubectl(&["wait", "--for=condition=Established", "crd/echoes.test.statecraft.io", "--timeout=30s"])?;
+    let image = image("STATECRAFT_ECHO_IMAGE").ok_or("STATECRAFT_ECHO_IMAGE missing from images.env")?;
+    // The same manifests users install: ServiceAccount, namespaced Role and RoleBinding,
+    // and a two-replica Deployment with leader election, running as non-root.
+    cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&manifests_yaml::<EchoOperator>(&ns.name, Some(image))?))?;
+    cluster.kubectl(&["rollout", "status", "-n", &ns.name, "deployment/statecraft-echo", "--timeout=120s"])?;
+
+    let echo = json!({"apiVersion": "test.statecraft.io/v1alpha1", "kind": "Echo", "metadata": {"name": "hello"}, "spec": {"message": "in-cluster"}});
+    cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&echo.to_string()))?;
+    cluster.kubectl(&["wait", "-n", &ns.name, "--for=condition=Ready", "echo/hello", "--timeout=60s"])?;
+    let by = cluster.kubectl(&["get", "-n", &ns.name, "echo/hello", "-o", "jsonpath={.status.reconciledBy}"])?;
+    let holder = cluster.kubectl(&["get", "-n", &ns.name, "lease/statecraft-echo", "-o", "jsonpath={.spec.holderIdentity}"])?;
+    assert!(by.starts_with("statecraft-echo-"), "reconciled by a pod of the Deployment: {by}");
+    assert_eq!(by, holder, "the replica holding the Lease is the one that reconciled");
+    let message = cluster.kubectl(&["get", "-n", &ns.name, "configmap/hello-echo", "-o", "jsonpath={.data.message}"])?;
+    assert_eq!(message, "in-cluster");
+    ns.pass();
+    Ok(())
+}

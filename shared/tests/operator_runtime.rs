@@ -1,6 +1,6 @@
 //! The shared library against a real kube-apiserver: server-side apply and orphan
 //! clean-up, status conditions, Events, and the controller runner with leader election,
-//! driven through `statecraft-echo-operator` (a minimal operator built from the library).
+//! driven through `statecraft-echo` (a minimal operator built from the library).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -21,7 +21,7 @@ use statecraft_shared::apply::{Applier, ApplyCache, OrphanPolicy};
 use statecraft_shared::testing::apiserver::ApiServer;
 use tokio::process::{Child, Command};
 
-const OPERATOR: &str = env!("CARGO_BIN_EXE_statecraft-echo-operator");
+const OPERATOR: &str = env!("CARGO_BIN_EXE_statecraft-echo");
 const ADMIN: &str = "statecraft-test-admin";
 const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
@@ -337,7 +337,7 @@ async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestRes
     println!("operator RSS after start and one reconcile: {} KiB", rss_kib);
     write_result(
         "operator_idle_rss",
-        json!({"rss_kib_after_start_and_first_reconcile": rss_kib, "binary": "statecraft-echo-operator (debug build)"}),
+        json!({"rss_kib_after_start_and_first_reconcile": rss_kib, "binary": "statecraft-echo (debug build)"}),
     )?;
 
     // Steady state: apart from lease renewals, the operator writes nothing.

@@ -21,7 +21,7 @@ prepare() {
   if [ ! -f "$KAFKA_LIBS/.done" ]; then
     log "resolving Kafka $v jars from Maven Central"
     rm -rf "$KAFKA_LIBS"
-    mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS"
+    mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS"
     touch "$KAFKA_LIBS/.done"
   fi
   # Every launcher's main class must be in the jars.

@@ -1,5 +1,6 @@
 # docker.io/statecraft/statecraft-<name>: one recipe for every operator; $ID is the binary's
-# (and the cargo package's) name. The release binary, linked statically against glibc
+# (and the cargo package's) name, except statecraft-echo, the shared library's reference
+# operator, a binary of statecraft-shared behind its `testing` feature. The release binary, linked statically against glibc
 # (+crt-static on x86_64-unknown-linux-gnu; musl is not installed), stripped, as
 # /usr/local/bin/$ID on the static base; entrypoint the binary, CMD run, user 65532.
 BASE=static
@@ -13,8 +14,10 @@ INPUTS=("$OUT/bin/$ID")
 prepare() {
   local target=x86_64-unknown-linux-gnu
   log "$ID: cargo build --release --target $target (static; target dir $OPERATOR_TARGET_DIR)"
+  local package=(-p "$ID")
+  [ "$ID" = statecraft-echo ] && package=(-p statecraft-shared --features testing)
   (cd "$ROOT" && RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$OPERATOR_TARGET_DIR" \
-    cargo build --release --locked --quiet --target "$target" -p "$ID" --bin "$ID")
+    cargo build --release --locked --quiet --target "$target" "${package[@]}" --bin "$ID")
   local built="$OPERATOR_TARGET_DIR/$target/release/$ID"
   file_is_static "$built" || die "$built is not statically linked"
   strip -o "$OUT/bin/$ID.tmp" "$built"

@@ -1,4 +1,4 @@
-//! `statecraft-echo-operator`: the library's reference operator (see
+//! `statecraft-echo`: the library's reference operator (see
 //! `statecraft_shared::testing::echo`), as a binary for tests, the demo and its image.
 
 use std::process::ExitCode;

@@ -11,7 +11,7 @@ source "$(dirname "$0")/pki.sh"
 HERE="$ROOT/e2e/cluster"
 
 if [ -f "$CLUSTER_RUN/up" ]; then
-  log "the local cluster is already up (KUBECONFIG=$KUBECONFIG_PATH); run make cluster-down first"
+  log "the local cluster is already up: KUBECONFIG=$KUBECONFIG_PATH (make cluster-down removes it)"
   exit 0
 fi
 started=$(date +%s)

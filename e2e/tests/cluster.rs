@@ -339,17 +339,22 @@ async fn cluster_operator_image_runs_in_cluster_with_only_its_namespaced_role() 
     let image = image("STATECRAFT_ECHO_IMAGE").ok_or("STATECRAFT_ECHO_IMAGE missing from images.env")?;
     // The same manifests users install: ServiceAccount, namespaced Role and RoleBinding,
     // and a two-replica Deployment with leader election, running as non-root.
-    cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&manifests_yaml::<EchoOperator>(&ns.name, Some(image))?))?;
+    cluster.kubectl_with_input(
+        &["apply", "-n", &ns.name, "-f", "-"],
+        Some(&manifests_yaml::<EchoOperator>(&ns.name, Some(image))?),
+    )?;
     cluster.kubectl(&["rollout", "status", "-n", &ns.name, "deployment/statecraft-echo", "--timeout=120s"])?;
 
     let echo = json!({"apiVersion": "test.statecraft.io/v1alpha1", "kind": "Echo", "metadata": {"name": "hello"}, "spec": {"message": "in-cluster"}});
     cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&echo.to_string()))?;
     cluster.kubectl(&["wait", "-n", &ns.name, "--for=condition=Ready", "echo/hello", "--timeout=60s"])?;
     let by = cluster.kubectl(&["get", "-n", &ns.name, "echo/hello", "-o", "jsonpath={.status.reconciledBy}"])?;
-    let holder = cluster.kubectl(&["get", "-n", &ns.name, "lease/statecraft-echo", "-o", "jsonpath={.spec.holderIdentity}"])?;
+    let holder =
+        cluster.kubectl(&["get", "-n", &ns.name, "lease/statecraft-echo", "-o", "jsonpath={.spec.holderIdentity}"])?;
     assert!(by.starts_with("statecraft-echo-"), "reconciled by a pod of the Deployment: {by}");
     assert_eq!(by, holder, "the replica holding the Lease is the one that reconciled");
-    let message = cluster.kubectl(&["get", "-n", &ns.name, "configmap/hello-echo", "-o", "jsonpath={.data.message}"])?;
+    let message =
+        cluster.kubectl(&["get", "-n", &ns.name, "configmap/hello-echo", "-o", "jsonpath={.data.message}"])?;
     assert_eq!(message, "in-cluster");
     ns.pass();
     Ok(())
@@ -362,10 +367,13 @@ async fn cluster_mariadb_statefulset_of_three_serves_queries_from_its_volumes() 
     let ns = TestNamespace::create(&cluster, "mariadb").await?;
     let image = image("MARIADB_IMAGE").ok_or("MARIADB_IMAGE missing from images.env")?;
     let services: Api<Service> = Api::namespaced(cluster.client.clone(), &ns.name);
-    create(&services, json!({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
-        "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 3306}]}
-    }))
+    create(
+        &services,
+        json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
+            "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 3306}]}
+        }),
+    )
     .await?;
     let init = "[ -d /var/lib/mysql/mysql ] || mariadb-install-db --datadir=/var/lib/mysql --skip-test-db >/dev/null; \
                 exec mariadbd --datadir=/var/lib/mysql --socket=/var/lib/mysql/mysqld.sock";
@@ -397,7 +405,12 @@ async fn cluster_mariadb_statefulset_of_three_serves_queries_from_its_volumes() 
     let seconds = started.elapsed().as_secs_f64();
     // Each server answers over its socket.
     for i in 0..3 {
-        let out = exec(&cluster, &ns.name, &format!("db-{i}"), "mariadb --socket=/var/lib/mysql/mysqld.sock -N -e 'select version()'")?;
+        let out = exec(
+            &cluster,
+            &ns.name,
+            &format!("db-{i}"),
+            "mariadb --socket=/var/lib/mysql/mysqld.sock -N -e 'select version()'",
+        )?;
         assert!(out.contains("MariaDB"), "db-{i}: {out}");
     }
     println!("3-replica MariaDB StatefulSet: created -> all Ready in {seconds:.1}s");
@@ -405,7 +418,9 @@ async fn cluster_mariadb_statefulset_of_three_serves_queries_from_its_volumes() 
     std::fs::create_dir_all(&dir)?;
     std::fs::write(
         dir.join("mariadb_statefulset_ready.json"),
-        serde_json::to_string_pretty(&json!({"replicas": 3, "pod_management": "OrderedReady", "seconds_to_all_ready": seconds}))?,
+        serde_json::to_string_pretty(
+            &json!({"replicas": 3, "pod_management": "OrderedReady", "seconds_to_all_ready": seconds}),
+        )?,
     )?;
     ns.pass();
     Ok(())

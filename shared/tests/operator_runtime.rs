@@ -415,6 +415,74 @@ async fn invalid_spec_is_reported_in_status_and_as_a_warning_event() -> TestResu
     Ok(())
 }
 
+#[tokio::test]
+async fn finalizer_runs_cleanup_before_the_object_goes() -> TestResult {
+    use statecraft_shared::finalizer::{FinalizerEvent, with_finalizer};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    let server = ApiServer::start().await?;
+    let client = server.client().await?;
+    namespace(&client, "final").await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "final");
+    cms.create(&PostParams::default(), &config_map("guarded", "x")).await?;
+    let cleanups = AtomicU32::new(0);
+    let reconcile = |obj: Arc<ConfigMap>| {
+        with_finalizer(&cms, "statecraft.io/test", obj, |event| {
+            if let FinalizerEvent::Cleanup(_) = event {
+                cleanups.fetch_add(1, Ordering::SeqCst);
+            }
+            async { Ok(kube::runtime::controller::Action::await_change()) }
+        })
+    };
+    // First reconcile adds the finalizer (and does not run the body yet).
+    reconcile(Arc::new(cms.get("guarded").await?)).await?;
+    let live = cms.get("guarded").await?;
+    assert_eq!(live.finalizers(), ["statecraft.io/test".to_string()]);
+    // Deleting only marks it; the object stays until clean-up ran.
+    cms.delete("guarded", &Default::default()).await?;
+    let marked = cms.get("guarded").await?;
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert_eq!(cleanups.load(Ordering::SeqCst), 0);
+    reconcile(Arc::new(marked)).await?;
+    assert_eq!(cleanups.load(Ordering::SeqCst), 1);
+    eventually(Duration::from_secs(10), "the object to be gone", || async {
+        cms.get_opt("guarded").await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_operator_whose_lease_is_taken_stops_at_once() -> TestResult {
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    let ns = "stolen";
+    namespace(&admin, ns).await?;
+    install_crd(&admin).await?;
+    let kubeconfig = install_rbac(&server, &admin, ns).await?;
+    let logs = log_dir(ns)?;
+    let mut op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
+    eventually(Duration::from_secs(60), "op-a to hold the lease", || async {
+        (lease_holder(&leases).await? == "op-a").then_some(())
+    })
+    .await?;
+    // Another party takes the Lease (as a second operator would after a partition): op-a
+    // must stop acting rather than keep reconciling next to a new leader.
+    let mut lease = leases.get("statecraft-echo").await?;
+    if let Some(spec) = lease.spec.as_mut() {
+        spec.holder_identity = Some("intruder".into());
+        spec.renew_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(k8s_openapi::jiff::Timestamp::now()));
+    }
+    leases.replace("statecraft-echo", &PostParams::default(), &lease).await?;
+    let status = tokio::time::timeout(Duration::from_secs(10), op.wait()).await??;
+    assert!(!status.success(), "a replica that lost its lease exits non-zero so it restarts as a standby");
+    assert_eq!(lease_holder(&leases).await.as_deref(), Some("intruder"), "it did not take the lease back");
+    Ok(())
+}
+
 /// A directory for the operators' logs that outlives the test, for reading after a failure.
 fn log_dir(test: &str) -> TestResult<PathBuf> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("operator-logs-{test}"));

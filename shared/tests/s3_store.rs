@@ -346,3 +346,42 @@ async fn corrupted_objects_are_detected() {
     let err = store.download("intact", &mut Vec::new(), Some(&wrong)).await.expect_err("unexpected checksum");
     assert!(matches!(&err, S3Error::Corrupt { .. }), "{err}");
 }
+
+/// The store is configured from a Kubernetes Secret, read from a real API server.
+#[tokio::test]
+async fn store_from_a_kubernetes_secret() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{ObjectMeta, PostParams};
+    use statecraft_shared::testing::apiserver::ApiServer;
+
+    let s3 = server().await;
+    let api_server = ApiServer::start().await.expect("kube-apiserver");
+    let client = api_server.client().await.expect("client");
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), "default");
+    let secret = Secret {
+        metadata: ObjectMeta { name: Some("s3-credentials".into()), ..Default::default() },
+        string_data: Some(
+            [
+                ("AWS_ACCESS_KEY_ID".to_string(), s3.access_key().to_string()),
+                ("AWS_SECRET_ACCESS_KEY".to_string(), format!("{}\n", s3.secret_key())),
+            ]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &secret).await.expect("secret");
+
+    let location = s3.location("backups", "cluster-a");
+    let store = S3Store::from_secret(client.clone(), "default", &location).await.expect("store from secret");
+    let receipt = store.upload("dump.sql", &b"select 1;"[..]).await.expect("upload");
+    assert_eq!(receipt.size, 9);
+    let listed = store.list("").await.expect("list");
+    assert_eq!(listed.len(), 1);
+
+    // A missing Secret is a clear, non-transient error naming it.
+    let mut missing = location.clone();
+    missing.credentials_secret.name = "nope".into();
+    let err = S3Store::from_secret(client, "default", &missing).await.expect_err("no such secret");
+    assert!(err.to_string().contains("nope"), "{err}");
+    assert!(!err.is_transient());
+}

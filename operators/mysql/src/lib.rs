@@ -1,32 +1,203 @@
-//! The library half of `statecraft-mysql`: the Statecraft MySQL operator.
+//! The library half of `statecraft-mysql`: the Statecraft MySQL / MariaDB operator.
 //!
-//! The shared scaffolding (`run`, `crd`, `rbac`, leader election, endpoints) is in
-//! place; the MySQL resources and controllers are not written yet, so `crd` prints nothing
-//! and `run` stops with an error saying so rather than pretending to manage anything.
+//! What exists (the groundwork of issue 4):
+//!
+//! - [`api`]: the custom resources of `mysql.statecraft.io/v1alpha1` — `MySQLCluster`,
+//!   `MySQLBackup`, `MySQLRestore` — with schema and CEL validation, printer columns and a
+//!   description on every field. `crd` prints them.
+//! - [`validate`]: the pure checks the schema cannot make (supported versions per flavor,
+//!   server settings the operator owns, semi-sync timeout bounds, backup schedule).
+//! - [`build`]: pure builders of the owned objects — StatefulSet, headless / read-write /
+//!   read-only Services, ConfigMap (my.cnf and the container's start and probe scripts),
+//!   PodDisruptionBudget, and the Secret of generated passwords.
+//! - [`flavor`]: what differs between MariaDB and MySQL (replication SQL, settings,
+//!   binaries) behind one trait.
+//! - [`image`]: the default server image per flavor and version (from
+//!   `deploy/images/images.env`).
+//! - [`MysqlOperator::rbac_rules`]: the namespaced rights the controllers will need.
+//!
+//! What does not exist yet: the controllers (declarative reconcile, the per-cluster
+//! clustering task, backup and restore Jobs). `run` therefore stops with an error saying
+//! so rather than pretending to manage anything.
+
+pub mod api;
+pub mod build;
+pub mod flavor;
+pub mod image;
+pub mod validate;
 
 use std::sync::Arc;
 
+use kube::CustomResourceExt;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use statecraft_shared::rbac::Rule;
+use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
+use api::{GROUP, MySQLBackup, MySQLCluster, MySQLRestore};
+
 /// The operator, as the shared runner sees it.
 pub struct MysqlOperator;
+
+/// Read-only verbs.
+const READ: &[&str] = &["get", "list", "watch"];
+/// Verbs for objects the controllers own and apply with server-side apply.
+const OWN: &[&str] = &["get", "list", "watch", "create", "patch", "delete"];
 
 impl Operator for MysqlOperator {
     const NAME: &'static str = "statecraft-mysql";
 
     fn crds() -> Vec<CustomResourceDefinition> {
-        Vec::new()
+        vec![MySQLCluster::crd(), MySQLBackup::crd(), MySQLRestore::crd()]
     }
 
+    /// What the future controllers need, nothing more (events and leases are in the base
+    /// rules): read the custom resources and patch their status (the restore controller
+    /// creates the target cluster, the backup scheduler creates backups and deletes expired
+    /// ones); own the StatefulSet, Services, ConfigMap, Secret and PodDisruptionBudget;
+    /// read pods, label them with their role and delete them to roll an upgrade; run backup
+    /// and restore Jobs; delete the data claims of members removed by scale-down.
     fn rbac_rules() -> Vec<Rule> {
-        Vec::new()
+        vec![
+            Rule::new(GROUP, &["mysqlclusters"], &["get", "list", "watch", "create"]),
+            Rule::new(GROUP, &["mysqlbackups"], &["get", "list", "watch", "create", "delete"]),
+            Rule::new(GROUP, &["mysqlrestores"], READ),
+            Rule::new(GROUP, &["mysqlclusters/status", "mysqlbackups/status", "mysqlrestores/status"], &["patch"]),
+            Rule::new("apps", &["statefulsets"], OWN),
+            Rule::new(CORE_GROUP, &["services", "configmaps", "secrets"], OWN),
+            Rule::new("policy", &["poddisruptionbudgets"], OWN),
+            Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "patch", "delete"]),
+            Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),
+            Rule::new("batch", &["jobs"], &["get", "list", "watch", "create", "delete"]),
+        ]
     }
 
     async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
         Err(Error::Permanent("the MySQL controllers are not implemented yet".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn crd_json<K: CustomResourceExt>() -> Value {
+        serde_json::to_value(K::crd()).unwrap()
+    }
+
+    fn schema(crd: &Value) -> &Value {
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    }
+
+    /// Every property below `spec` and `status` has a description (`kubectl explain`).
+    fn missing_descriptions(path: &str, node: &Value, out: &mut Vec<String>) {
+        if let Some(props) = node.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                let p = format!("{path}.{name}");
+                let has = prop.get("description").and_then(Value::as_str).is_some_and(|d| !d.trim().is_empty());
+                if !has {
+                    out.push(p.clone());
+                }
+                missing_descriptions(&p, prop, out);
+            }
+        }
+        if let Some(items) = node.get("items") {
+            missing_descriptions(&format!("{path}[]"), items, out);
+        }
+        if let Some(extra) = node.get("additionalProperties").filter(|v| v.is_object()) {
+            missing_descriptions(&format!("{path}{{}}"), extra, out);
+        }
+    }
+
+    fn rules(node: &Value) -> Vec<String> {
+        node["x-kubernetes-validations"]
+            .as_array()
+            .map(|a| a.iter().map(|r| r["rule"].as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn every_field_has_a_description() {
+        for crd in [crd_json::<MySQLCluster>(), crd_json::<MySQLBackup>(), crd_json::<MySQLRestore>()] {
+            let root = schema(&crd);
+            let mut missing = Vec::new();
+            for part in ["spec", "status"] {
+                missing_descriptions(part, &root["properties"][part], &mut missing);
+            }
+            assert!(missing.is_empty(), "{}: no description: {missing:#?}", crd["metadata"]["name"]);
+        }
+    }
+
+    #[test]
+    fn cluster_crd_identity_and_printer_columns() {
+        let crd = crd_json::<MySQLCluster>();
+        assert_eq!(crd["metadata"]["name"], "mysqlclusters.mysql.statecraft.io");
+        assert_eq!(crd["spec"]["scope"], "Namespaced");
+        assert_eq!(crd["spec"]["names"]["kind"], "MySQLCluster");
+        assert_eq!(crd["spec"]["names"]["shortNames"], serde_json::json!(["mysql"]));
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["name"], "v1alpha1");
+        assert!(version["subresources"]["status"].is_object());
+        let columns: Vec<_> = version["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(columns, ["Ready", "Primary", "Replicas", "Version", "Age"]);
+        for crd in [crd_json::<MySQLBackup>(), crd_json::<MySQLRestore>()] {
+            assert!(crd["spec"]["versions"][0]["subresources"]["status"].is_object());
+        }
+    }
+
+    #[test]
+    fn cel_rules_are_present() {
+        let crd = crd_json::<MySQLCluster>();
+        let spec = &schema(&crd)["properties"]["spec"];
+        let spec_rules = rules(spec);
+        assert!(spec_rules.contains(&"self.flavor == oldSelf.flavor".to_string()), "{spec_rules:?}");
+        assert!(spec_rules.contains(&"self.storage.size == oldSelf.storage.size".to_string()));
+        assert!(spec_rules.iter().any(|r| r.contains("storageClassName")));
+        let replicas = &spec["properties"]["replicas"];
+        assert_eq!(rules(replicas), ["self % 2 == 1"]);
+        assert_eq!(replicas["maximum"].as_f64(), Some(5.0));
+        assert_eq!(replicas["minimum"].as_f64(), Some(1.0));
+        assert_eq!(spec["properties"]["flavor"]["enum"], serde_json::json!(["mariadb", "mysql"]));
+        assert!(spec["properties"]["version"]["pattern"].is_string());
+        let retention = &spec["properties"]["backup"]["properties"]["retention"]["properties"];
+        assert!(retention["maxAge"]["pattern"].is_string(), "{retention}");
+        assert!(rules(&spec["properties"]["storage"]["properties"]["size"])[0].contains("isQuantity"));
+        // Every message names the field it is about.
+        for rule in spec["x-kubernetes-validations"].as_array().unwrap() {
+            assert!(rule["message"].as_str().unwrap().contains("spec."), "{rule}");
+        }
+
+        let restore = crd_json::<MySQLRestore>();
+        let restore_rules = rules(&schema(&restore)["properties"]["spec"]);
+        assert!(restore_rules.contains(&"has(self.backupName) != has(self.location)".to_string()));
+        let backup = crd_json::<MySQLBackup>();
+        assert_eq!(rules(&schema(&backup)["properties"]["spec"]), ["self == oldSelf"]);
+    }
+
+    #[test]
+    fn rbac_rules_are_valid_and_least_privilege() {
+        let rules = MysqlOperator::rbac_rules();
+        statecraft_shared::rbac::validate(&rules).expect("valid rules");
+        for r in &rules {
+            assert!(!r.verbs.contains(&"*") && !r.resources.contains(&"*"), "no wildcards: {r}");
+            assert!(!r.verbs.contains(&"update"), "server-side apply uses patch: {r}");
+        }
+        let grants = |group: &str, resource: &str, verb: &str| {
+            rules.iter().any(|r| r.api_group == group && r.resources.contains(&resource) && r.verbs.contains(&verb))
+        };
+        assert!(grants(GROUP, "mysqlclusters/status", "patch"));
+        assert!(grants("", "pods", "delete"));
+        assert!(grants("batch", "jobs", "create"));
+        assert!(grants("policy", "poddisruptionbudgets", "patch"));
+        assert!(!grants(GROUP, "mysqlclusters", "delete"), "the operator never deletes a cluster");
+        assert!(!grants(GROUP, "mysqlclusters", "patch"), "the spec belongs to the user");
+        assert!(!grants("", "pods", "create"));
     }
 }

@@ -1,0 +1,79 @@
+//! `MySQLBackup`: one logical backup of a cluster, streamed to S3 by a Job.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use statecraft_shared::s3::S3Location;
+
+/// One backup of a MySQLCluster: a logical dump taken from a replica (or the primary of a
+/// one-server cluster) and streamed to S3.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "mysql.statecraft.io",
+    version = "v1alpha1",
+    kind = "MySQLBackup",
+    plural = "mysqlbackups",
+    singular = "mysqlbackup",
+    namespaced,
+    status = "MySQLBackupStatus",
+    printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.clusterName"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Size","type":"integer","jsonPath":".status.size"}"#,
+    printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "self == oldSelf", "message": "spec of a MySQLBackup is immutable: create a new backup instead"}
+]))]
+pub struct MySQLBackupSpec {
+    /// Name of the MySQLCluster, in the same namespace, to back up.
+    #[schemars(length(min = 1, max = 63))]
+    pub cluster_name: String,
+
+    /// Where to store the backup. Unset: the location of the cluster's backup policy
+    /// (spec.backup.location of the MySQLCluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<S3Location>,
+}
+
+/// Observed state of a MySQLBackup.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MySQLBackupStatus {
+    /// Pending, Running, Succeeded or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+
+    /// URL of the backup object, `s3://bucket/key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+
+    /// Size of the stored backup in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<i64>,
+
+    /// SHA-256 of the stored backup, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+
+    /// When the backup started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub start_time: Option<String>,
+
+    /// When the backup completed (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub completion_time: Option<String>,
+
+    /// GTID position the backup is consistent with; point-in-time recovery replays binary
+    /// logs from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gtid_position: Option<String>,
+
+    /// Standard conditions.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,348 @@
+//! `MySQLCluster`: a primary with 0, 2 or 4 replicas, GTID replication with lossless
+//! semi-sync. Doc comments of these types are the `kubectl explain` descriptions, so they
+//! speak to the user and avoid rustdoc links.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use statecraft_shared::s3::S3Location;
+use statecraft_shared::upgrade::UpgradeProgress;
+
+/// Desired state of a MySQL or MariaDB cluster: one primary and its replicas, replicating
+/// with GTIDs and lossless semi-synchronous replication.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "mysql.statecraft.io",
+    version = "v1alpha1",
+    kind = "MySQLCluster",
+    plural = "mysqlclusters",
+    singular = "mysqlcluster",
+    shortname = "mysql",
+    namespaced,
+    status = "MySQLClusterStatus",
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Primary","type":"string","jsonPath":".status.currentPrimary"}"#,
+    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.observedVersion"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.flavor == oldSelf.flavor",
+        "message": "spec.flavor is immutable: a cluster cannot change between MariaDB and MySQL",
+        "fieldPath": ".flavor",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": "self.storage.size == oldSelf.storage.size",
+        "message": "spec.storage.size is immutable in v1alpha1",
+        "fieldPath": ".storage.size",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": "(has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName)) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",
+        "message": "spec.storage.storageClassName is immutable",
+        "fieldPath": ".storage.storageClassName",
+        "reason": "FieldValueForbidden"
+    }
+]))]
+pub struct MySQLClusterSpec {
+    /// Which server runs the cluster: `mariadb` or `mysql`. Immutable. Only `mariadb` has
+    /// been run by this project's tests; `mysql` is implemented but untested here.
+    pub flavor: Flavor,
+
+    /// Server version, `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, e.g. `10.11` for MariaDB or
+    /// `8.4` for MySQL. Changing it starts a rolling upgrade: replicas first, then a
+    /// switchover, then the old primary. Downgrades are refused.
+    #[schemars(length(min = 1, max = 32), pattern(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"))]
+    pub version: String,
+
+    /// Container image to run instead of the default image of the flavor and version. It
+    /// must contain the server of `version`; the operator cannot check this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    pub image: Option<String>,
+
+    /// Number of servers: 1 (no replica), 3 or 5. One is the primary, the others replicate
+    /// from it; a write is acknowledged only after a replica has it (semi-sync).
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 1, max = 5))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self % 2 == 1", "message": "spec.replicas must be odd: 1, 3 or 5"}
+    ]))]
+    pub replicas: i32,
+
+    /// Persistent volume of every server.
+    pub storage: Storage,
+
+    /// CPU and memory requests and limits of the server container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+
+    /// Server settings added to the generated my.cnf (`[mysqld]` section), e.g.
+    /// `max_connections: "500"`. Settings the operator owns (server_id, GTID, binary log,
+    /// read_only, semi-sync) are refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_config: BTreeMap<String, String>,
+
+    /// Semi-synchronous replication: the primary acknowledges a commit only after a replica
+    /// has received it (wait point AFTER_SYNC, fixed), so a failover never loses an
+    /// acknowledged write.
+    #[serde(default)]
+    pub semi_sync: SemiSync,
+
+    /// Scheduled backups to S3. Unset: no scheduled backups (MySQLBackup objects still work
+    /// when they name a location).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupPolicy>,
+
+    /// How the read-write and read-only Services are exposed.
+    #[serde(default)]
+    pub service: ServiceOptions,
+
+    /// Stop reconciling this cluster: the operator changes nothing (no failover either)
+    /// until this is false again. Status is still reported.
+    #[serde(default)]
+    pub paused: bool,
+
+    /// Stop every server (scale to zero) and keep the data volumes. Set back to false to
+    /// start the cluster again with its data.
+    #[serde(default)]
+    pub stopped: bool,
+
+    /// How version, image and configuration changes are rolled out.
+    #[serde(default)]
+    pub upgrade_strategy: UpgradeStrategy,
+}
+
+fn default_replicas() -> i32 {
+    3
+}
+
+/// The database server family.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    /// MariaDB (domain-server-sequence GTIDs, `CHANGE MASTER TO ... MASTER_USE_GTID`).
+    Mariadb,
+    /// Oracle MySQL 8 (UUID GTID sets, `CHANGE REPLICATION SOURCE TO ... SOURCE_AUTO_POSITION`).
+    Mysql,
+}
+
+/// The persistent volume every server gets.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Storage {
+    /// Size of each server's volume, a Kubernetes quantity such as `10Gi`. Immutable in
+    /// v1alpha1.
+    #[schemars(length(min = 1, max = 64))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", "message": "spec.storage.size must be a positive quantity such as 10Gi"}
+    ]))]
+    pub size: String,
+
+    /// StorageClass of the volumes. Unset: the cluster's default StorageClass. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+}
+
+/// Semi-synchronous replication settings.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SemiSync {
+    /// Wait for a replica's acknowledgement before a commit returns (wait point
+    /// AFTER_SYNC). Turning it off allows losing acknowledged writes on failover.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+
+    /// How long, in seconds, the primary waits for an acknowledgement before it would fall
+    /// back to asynchronous replication. Deliberately huge (the default is the largest the
+    /// servers accept, about 49 days) so it never falls back silently: the operator fails
+    /// over instead. Between 60 and 4294967.
+    #[serde(default = "default_semi_sync_timeout")]
+    pub timeout_seconds: i64,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The largest `rpl_semi_sync_*_timeout` (milliseconds, 32-bit) expressed in whole seconds.
+pub const MAX_SEMI_SYNC_TIMEOUT_SECONDS: i64 = 4_294_967;
+/// The smallest timeout accepted: less lets a short blip fall back to async replication.
+pub const MIN_SEMI_SYNC_TIMEOUT_SECONDS: i64 = 60;
+
+fn default_semi_sync_timeout() -> i64 {
+    MAX_SEMI_SYNC_TIMEOUT_SECONDS
+}
+
+impl Default for SemiSync {
+    fn default() -> Self {
+        SemiSync { enabled: true, timeout_seconds: default_semi_sync_timeout() }
+    }
+}
+
+/// Scheduled backups and their retention.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupPolicy {
+    /// When to take a backup, a five-field cron expression in UTC such as `0 3 * * *`.
+    #[schemars(length(min = 9, max = 128))]
+    pub schedule: String,
+
+    /// Which backups to keep; older ones are deleted from S3.
+    #[serde(default)]
+    pub retention: Retention,
+
+    /// Where backups are stored.
+    pub location: S3Location,
+}
+
+/// Which backups are kept. A backup is deleted when either limit says so; the newest
+/// successful backup is never deleted.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Retention {
+    /// Keep at most this many backups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub keep_last: Option<i32>,
+
+    /// Delete backups older than this, e.g. `7d`, `36h` (units s, m, h, d).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^[1-9][0-9]*[smhd]$"))]
+    pub max_age: Option<String>,
+}
+
+/// How the read-write and read-only Services are exposed.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceOptions {
+    /// Service type of the read-write and read-only Services.
+    #[serde(default, rename = "type")]
+    pub type_: ServiceType,
+
+    /// Annotations added to the read-write and read-only Services (for load balancers).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Kubernetes Service type.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ServiceType {
+    /// Reachable inside the cluster only.
+    #[default]
+    ClusterIP,
+    /// Also on a port of every node.
+    NodePort,
+    /// Also through a cloud load balancer.
+    LoadBalancer,
+}
+
+impl ServiceType {
+    /// The Service `spec.type` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceType::ClusterIP => "ClusterIP",
+            ServiceType::NodePort => "NodePort",
+            ServiceType::LoadBalancer => "LoadBalancer",
+        }
+    }
+}
+
+/// How changes that need a server restart are rolled out.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeStrategy {
+    /// `ReplicasFirst`: restart replicas one at a time, each gated on replication health,
+    /// then switch over and restart the old primary (the default). `Manual`: change the
+    /// StatefulSet and let a human delete the pods.
+    #[serde(default, rename = "type")]
+    pub type_: UpgradeStrategyType,
+}
+
+/// The rollout method.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum UpgradeStrategyType {
+    /// Replicas one by one, then a switchover, then the old primary.
+    #[default]
+    ReplicasFirst,
+    /// Pods are restarted only when a human deletes them.
+    Manual,
+}
+
+/// Observed state of a MySQLCluster.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MySQLClusterStatus {
+    /// Summary of the cluster's state: Pending, Initializing, Healthy, Degraded, Failed,
+    /// Stopped or Paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+
+    /// Standard conditions: Ready, Available, Progressing, Degraded.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+
+    /// Pod name of the current primary. Recorded here, never in the spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_primary: Option<String>,
+
+    /// Every server, as last observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberStatus>,
+
+    /// Name of the Service that reaches the primary (read-write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_write_service: Option<String>,
+
+    /// Name of the Service that reaches healthy replicas (read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_service: Option<String>,
+
+    /// Name of the most recent successful MySQLBackup of this cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_backup: Option<String>,
+
+    /// Server version every member runs, once the cluster has converged on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_version: Option<String>,
+
+    /// Progress of the current or last rolling upgrade.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradeProgress>,
+}
+
+/// One server as last observed.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    /// Pod name.
+    pub name: String,
+
+    /// `primary`, `replica` or `unknown` (unreachable or not yet configured).
+    pub role: String,
+
+    /// Whether the server serves in its role: a writable primary, or a replica replicating
+    /// without error and within the lag threshold.
+    #[serde(default)]
+    pub ready: bool,
+
+    /// The server's executed GTID set (MySQL) or current GTID position (MariaDB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gtid_executed: Option<String>,
+
+    /// Replication lag in seconds, for a replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_seconds: Option<i64>,
+
+    /// The replica has transactions the primary does not have (errant transactions); it is
+    /// kept out of the read-only Service.
+    #[serde(default)]
+    pub errant: bool,
+}

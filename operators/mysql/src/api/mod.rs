@@ -1,0 +1,15 @@
+//! The custom resources of `mysql.statecraft.io/v1alpha1`.
+
+pub mod backup;
+pub mod cluster;
+pub mod restore;
+
+pub use backup::{MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
+pub use cluster::{
+    BackupPolicy, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus, Retention, SemiSync,
+    ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
+};
+pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreLocation, RestoreTarget};
+
+/// API group of every resource.
+pub const GROUP: &str = "mysql.statecraft.io";

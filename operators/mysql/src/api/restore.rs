@@ -1,0 +1,89 @@
+//! `MySQLRestore`: bootstraps a new cluster from a backup, optionally up to a point in time.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::cluster::MySQLClusterSpec;
+
+/// Creates a new MySQLCluster whose data comes from a backup, optionally rolled forward
+/// with archived binary logs up to a point in time. Existing clusters are never
+/// overwritten.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "mysql.statecraft.io",
+    version = "v1alpha1",
+    kind = "MySQLRestore",
+    plural = "mysqlrestores",
+    singular = "mysqlrestore",
+    namespaced,
+    status = "MySQLRestoreStatus",
+    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".spec.target.name"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "self == oldSelf", "message": "spec of a MySQLRestore is immutable: create a new restore instead"},
+    {
+        "rule": "has(self.backupName) != has(self.location)",
+        "message": "exactly one of spec.backupName and spec.location must be set"
+    }
+]))]
+pub struct MySQLRestoreSpec {
+    /// Name of a succeeded MySQLBackup, in the same namespace, to restore from. Exactly one
+    /// of backupName and location is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_name: Option<String>,
+
+    /// An explicit backup object to restore from, when no MySQLBackup object describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<RestoreLocation>,
+
+    /// Roll forward with archived binary logs up to this time (RFC 3339, e.g.
+    /// `2026-01-31T12:00:00Z`). Unset: restore the backup as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub point_in_time: Option<String>,
+
+    /// The cluster to create.
+    pub target: RestoreTarget,
+}
+
+/// A backup object in S3.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreLocation {
+    /// Bucket, prefix, endpoint and credentials of the store holding the backup.
+    pub store: statecraft_shared::s3::S3Location,
+
+    /// Key of the backup object, relative to the store's prefix.
+    #[schemars(length(min = 1))]
+    pub key: String,
+}
+
+/// The new cluster a restore creates.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreTarget {
+    /// Name of the MySQLCluster to create; the restore fails if it already exists.
+    #[schemars(length(min = 1, max = 52))]
+    pub name: String,
+
+    /// Spec of the MySQLCluster to create. Its flavor must match the backup's.
+    pub spec: MySQLClusterSpec,
+}
+
+/// Observed state of a MySQLRestore.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MySQLRestoreStatus {
+    /// Pending, Restoring, Succeeded or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+
+    /// Standard conditions.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,168 @@
+//! The Secret with the generated passwords. The controller creates it once, when absent,
+//! and never regenerates it (the servers hold the passwords). Passwords are never printed:
+//! [`Passwords`] redacts its `Debug`, and nothing here logs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use rand::Rng;
+
+use super::Names;
+
+/// Length of every generated password.
+pub const PASSWORD_LENGTH: usize = 32;
+/// Characters of generated passwords: letters and digits, so that they need no quoting in
+/// SQL, my.cnf or shell (32 of 62 symbols: about 190 bits).
+pub const PASSWORD_CHARSET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Secret key of the administrator (`root`) password.
+pub const ROOT_KEY: &str = "root-password";
+/// Secret key of the operator's own account.
+pub const OPERATOR_KEY: &str = "operator-password";
+/// Secret key of the replication account.
+pub const REPLICATION_KEY: &str = "replication-password";
+/// Secret key of the backup account.
+pub const BACKUP_KEY: &str = "backup-password";
+
+/// The accounts' passwords. `Debug` shows only the key names.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Passwords {
+    /// `root`.
+    pub root: String,
+    /// The operator's account.
+    pub operator: String,
+    /// The replication account.
+    pub replication: String,
+    /// The backup account.
+    pub backup: String,
+}
+
+impl fmt::Debug for Passwords {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Passwords")
+            .field("root", &"<redacted>")
+            .field("operator", &"<redacted>")
+            .field("replication", &"<redacted>")
+            .field("backup", &"<redacted>")
+            .finish()
+    }
+}
+
+/// One password of [`PASSWORD_LENGTH`] characters from [`PASSWORD_CHARSET`], drawn
+/// uniformly from `rng`.
+pub fn generate_password(rng: &mut impl Rng) -> String {
+    (0..PASSWORD_LENGTH).map(|_| PASSWORD_CHARSET[rng.random_range(0..PASSWORD_CHARSET.len())] as char).collect()
+}
+
+impl Passwords {
+    /// New passwords from `rng`: the operator passes a cryptographically secure generator
+    /// (`rand::rng()`), tests a seeded one.
+    pub fn generate(rng: &mut impl Rng) -> Self {
+        Passwords {
+            root: generate_password(rng),
+            operator: generate_password(rng),
+            replication: generate_password(rng),
+            backup: generate_password(rng),
+        }
+    }
+
+    /// Reads the passwords back from the cluster's Secret; `None` when a key is missing or
+    /// not UTF-8.
+    pub fn from_secret(secret: &Secret) -> Option<Self> {
+        let data = secret.data.as_ref()?;
+        let get = |k: &str| data.get(k).and_then(|v| String::from_utf8(v.0.clone()).ok());
+        Some(Passwords {
+            root: get(ROOT_KEY)?,
+            operator: get(OPERATOR_KEY)?,
+            replication: get(REPLICATION_KEY)?,
+            backup: get(BACKUP_KEY)?,
+        })
+    }
+}
+
+/// The Secret holding `passwords`.
+pub fn secret(names: &Names, passwords: &Passwords) -> Secret {
+    let data = BTreeMap::from([
+        (ROOT_KEY.to_string(), ByteString(passwords.root.as_bytes().to_vec())),
+        (OPERATOR_KEY.to_string(), ByteString(passwords.operator.as_bytes().to_vec())),
+        (REPLICATION_KEY.to_string(), ByteString(passwords.replication.as_bytes().to_vec())),
+        (BACKUP_KEY.to_string(), ByteString(passwords.backup.as_bytes().to_vec())),
+    ]);
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(names.secret()),
+            namespace: Some(names.namespace.clone()),
+            labels: Some(names.selector_labels()),
+            ..Default::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    #[test]
+    fn passwords_have_the_length_and_charset() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..200 {
+            let p = generate_password(&mut rng);
+            assert_eq!(p.len(), PASSWORD_LENGTH);
+            assert!(p.bytes().all(|b| PASSWORD_CHARSET.contains(&b)), "{p}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_distinct_and_deterministic_for_a_seed() {
+        let a = Passwords::generate(&mut StdRng::seed_from_u64(1));
+        let b = Passwords::generate(&mut StdRng::seed_from_u64(1));
+        let c = Passwords::generate(&mut StdRng::seed_from_u64(2));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let all = [&a.root, &a.operator, &a.replication, &a.backup];
+        for (i, x) in all.iter().enumerate() {
+            for y in &all[i + 1..] {
+                assert_ne!(x, y);
+            }
+        }
+    }
+
+    #[test]
+    fn every_character_is_used() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..100 {
+            seen.extend(generate_password(&mut rng).bytes());
+        }
+        assert_eq!(seen.len(), PASSWORD_CHARSET.len());
+    }
+
+    #[test]
+    fn debug_redacts_passwords() {
+        let p = Passwords::generate(&mut StdRng::seed_from_u64(1));
+        let shown = format!("{p:?} {p:#?}");
+        for secret in [&p.root, &p.operator, &p.replication, &p.backup] {
+            assert!(!shown.contains(secret.as_str()), "{shown}");
+        }
+        assert!(shown.contains("<redacted>"));
+    }
+
+    #[test]
+    fn secret_round_trips() {
+        let p = Passwords::generate(&mut StdRng::seed_from_u64(1));
+        let s = secret(&Names::new("db", "ns"), &p);
+        assert_eq!(s.metadata.name.as_deref(), Some("db-passwords"));
+        let keys: Vec<_> = s.data.as_ref().unwrap().keys().cloned().collect();
+        assert_eq!(keys, [BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY]);
+        assert_eq!(Passwords::from_secret(&s), Some(p));
+        assert_eq!(Passwords::from_secret(&Secret::default()), None);
+    }
+}

@@ -1,0 +1,288 @@
+//! The StatefulSet of the servers.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
+    EnvVarSource, ExecAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodAffinityTerm,
+    PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, SecurityContext, Volume,
+    VolumeMount, VolumeResourceRequirements, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+use super::config::{ALIVE_SH, CONFIG_DIR, DATA_MOUNT, READY_SH, RUN_DIR, START_SH, config_path, my_cnf};
+use super::{MYSQL_PORT, Names, content_hash};
+use crate::validate::ValidSpec;
+
+/// The uid and gid of `mysql` in the server images.
+pub const MYSQL_UID: i64 = 999;
+/// Annotation on the pod template with the hash of my.cnf: a configuration change makes a
+/// new StatefulSet revision, which the controller rolls out in order.
+pub const CONFIG_HASH_ANNOTATION: &str = "mysql.statecraft.io/config-hash";
+/// Name of the server container.
+pub const CONTAINER: &str = "mysql";
+/// Name of the data volume claim template.
+pub const DATA_VOLUME: &str = "data";
+
+/// Pods are created in parallel, not `OrderedReady`: readiness means "serving in its role",
+/// so after a full restart pod 0 (if it was a replica) could never become ready before its
+/// primary, a higher ordinal, is created — OrderedReady would deadlock the cluster. The
+/// operator, not the StatefulSet, decides roles and order.
+pub const POD_MANAGEMENT_POLICY: &str = "Parallel";
+
+fn field_env(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn exec_probe(script: &str, period: i32, timeout: i32, failures: i32) -> Probe {
+    Probe {
+        exec: Some(ExecAction { command: Some(vec!["/bin/sh".into(), config_path(script)]) }),
+        period_seconds: Some(period),
+        timeout_seconds: Some(timeout),
+        failure_threshold: Some(failures),
+        ..Default::default()
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount { name: name.into(), mount_path: path.into(), read_only: Some(read_only), ..Default::default() }
+}
+
+/// The StatefulSet: `spec.replicas` pods (none while stopped), each with its own volume,
+/// updated only when the controller deletes a pod (`OnDelete`), so that upgrades go
+/// replicas first and primary last.
+pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
+    let spec = &valid.spec;
+    let selector = names.selector_labels();
+    let annotations = BTreeMap::from([(CONFIG_HASH_ANNOTATION.to_string(), content_hash(&my_cnf(valid)))]);
+
+    let container = Container {
+        name: CONTAINER.into(),
+        image: Some(valid.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(vec!["/bin/sh".into(), config_path(START_SH)]),
+        env: Some(vec![
+            field_env("POD_NAME", "metadata.name"),
+            field_env("POD_NAMESPACE", "metadata.namespace"),
+            EnvVar { name: "HEADLESS_SERVICE".into(), value: Some(names.headless_service()), ..Default::default() },
+        ]),
+        ports: Some(vec![ContainerPort {
+            name: Some("mysql".into()),
+            container_port: MYSQL_PORT,
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        }]),
+        // Initialisation and crash recovery may take minutes; liveness starts after this.
+        startup_probe: Some(exec_probe(ALIVE_SH, 5, 5, 120)),
+        liveness_probe: Some(exec_probe(ALIVE_SH, 10, 5, 6)),
+        readiness_probe: Some(exec_probe(READY_SH, 5, 5, 2)),
+        resources: spec.resources.clone(),
+        volume_mounts: Some(vec![
+            mount(DATA_VOLUME, DATA_MOUNT, false),
+            mount("config", CONFIG_DIR, true),
+            mount("run", RUN_DIR, false),
+            mount("tmp", "/tmp", false),
+        ]),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+
+    let spread = WeightedPodAffinityTerm {
+        weight: 100,
+        pod_affinity_term: PodAffinityTerm {
+            label_selector: Some(LabelSelector { match_labels: Some(selector.clone()), ..Default::default() }),
+            topology_key: "kubernetes.io/hostname".into(),
+            ..Default::default()
+        },
+    };
+
+    let empty_dir = |name: &str| Volume {
+        name: name.into(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    };
+    let pod = PodSpec {
+        containers: vec![container],
+        // A clean InnoDB shutdown of a busy server takes a while.
+        termination_grace_period_seconds: Some(120),
+        enable_service_links: Some(false),
+        security_context: Some(PodSecurityContext {
+            run_as_user: Some(MYSQL_UID),
+            run_as_group: Some(MYSQL_UID),
+            fs_group: Some(MYSQL_UID),
+            run_as_non_root: Some(true),
+            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
+            ..Default::default()
+        }),
+        affinity: Some(Affinity {
+            pod_anti_affinity: Some(PodAntiAffinity {
+                preferred_during_scheduling_ignored_during_execution: Some(vec![spread]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        volumes: Some(vec![
+            Volume {
+                name: "config".into(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: names.config_map(),
+                    default_mode: Some(0o444),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            empty_dir("run"),
+            empty_dir("tmp"),
+        ]),
+        ..Default::default()
+    };
+
+    let claim = PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some(DATA_VOLUME.into()), labels: Some(selector.clone()), ..Default::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: spec.storage.storage_class_name.clone(),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(spec.storage.size.clone()))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+
+    StatefulSet {
+        metadata: ObjectMeta {
+            name: Some(names.statefulset()),
+            namespace: Some(names.namespace.clone()),
+            labels: Some(selector.clone()),
+            ..Default::default()
+        },
+        spec: Some(StatefulSetSpec {
+            replicas: Some(if spec.stopped { 0 } else { spec.replicas }),
+            service_name: Some(names.headless_service()),
+            pod_management_policy: Some(POD_MANAGEMENT_POLICY.into()),
+            update_strategy: Some(StatefulSetUpdateStrategy { type_: Some("OnDelete".into()), ..Default::default() }),
+            selector: LabelSelector { match_labels: Some(selector.clone()), ..Default::default() },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(selector),
+                    annotations: Some(annotations),
+                    ..Default::default()
+                }),
+                spec: Some(pod),
+            },
+            volume_claim_templates: Some(vec![claim]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{MySQLClusterSpec, Storage};
+    use crate::build::ROLE_LABEL;
+    use crate::validate::tests::{spec, valid};
+    use crate::validate::validate;
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+
+    fn build(s: &MySQLClusterSpec) -> StatefulSet {
+        statefulset(&validate(s).unwrap(), &Names::new("db", "ns"))
+    }
+
+    #[test]
+    fn statefulset_shape() {
+        let sts = statefulset(&valid(), &Names::new("db", "ns"));
+        assert_eq!(sts.metadata.name.as_deref(), Some("db"));
+        let spec = sts.spec.unwrap();
+        assert_eq!(spec.replicas, Some(3));
+        assert_eq!(spec.service_name.as_deref(), Some("db-hl"));
+        assert_eq!(spec.pod_management_policy.as_deref(), Some("Parallel"));
+        assert_eq!(spec.update_strategy.unwrap().type_.as_deref(), Some("OnDelete"));
+        let selector = spec.selector.match_labels.unwrap();
+        assert_eq!(selector.get("app.kubernetes.io/instance").map(String::as_str), Some("db"));
+        assert!(!selector.contains_key(ROLE_LABEL), "the role changes; the selector must not");
+        let template = spec.template;
+        let labels = template.metadata.as_ref().unwrap().labels.clone().unwrap();
+        assert!(selector.iter().all(|(k, v)| labels.get(k) == Some(v)));
+        assert!(template.metadata.unwrap().annotations.unwrap().contains_key(CONFIG_HASH_ANNOTATION));
+
+        let pod = template.spec.unwrap();
+        let sc = pod.security_context.unwrap();
+        assert_eq!((sc.run_as_user, sc.run_as_group, sc.fs_group), (Some(999), Some(999), Some(999)));
+        assert!(pod.affinity.unwrap().pod_anti_affinity.is_some());
+        let c = &pod.containers[0];
+        assert_eq!(c.image.as_deref(), Some("docker.io/library/mariadb:10.11"));
+        assert_eq!(c.command.as_deref(), Some(&["/bin/sh".to_string(), "/etc/statecraft/start.sh".to_string()][..]));
+        let exec = |p: &Option<Probe>| p.as_ref().unwrap().exec.as_ref().unwrap().command.clone().unwrap();
+        assert_eq!(exec(&c.readiness_probe), ["/bin/sh", "/etc/statecraft/ready.sh"]);
+        assert_eq!(exec(&c.liveness_probe), ["/bin/sh", "/etc/statecraft/alive.sh"]);
+        assert_eq!(exec(&c.startup_probe), ["/bin/sh", "/etc/statecraft/alive.sh"]);
+        assert_eq!(c.ports.as_ref().unwrap()[0].container_port, 3306);
+        let env: Vec<_> = c.env.as_ref().unwrap().iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(env, ["POD_NAME", "POD_NAMESPACE", "HEADLESS_SERVICE"]);
+        let mounts: Vec<_> = c.volume_mounts.as_ref().unwrap().iter().map(|m| m.mount_path.as_str()).collect();
+        assert_eq!(mounts, ["/var/lib/mysql", "/etc/statecraft", "/run/mysqld", "/tmp"]);
+        assert_eq!(c.security_context.as_ref().unwrap().read_only_root_filesystem, Some(true));
+
+        let claim = &spec.volume_claim_templates.unwrap()[0];
+        assert_eq!(claim.metadata.name.as_deref(), Some("data"));
+        let claim = claim.spec.as_ref().unwrap();
+        assert_eq!(claim.resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0, "1Gi");
+        assert_eq!(claim.storage_class_name, None);
+    }
+
+    #[test]
+    fn stopped_cluster_has_no_pods_but_keeps_its_claims() {
+        let sts = build(&MySQLClusterSpec { stopped: true, ..spec() });
+        assert_eq!(sts.spec.as_ref().unwrap().replicas, Some(0));
+        assert!(sts.spec.unwrap().volume_claim_templates.is_some());
+    }
+
+    #[test]
+    fn storage_class_resources_and_image_override_are_used() {
+        let resources = ResourceRequirements {
+            requests: Some([("memory".to_string(), Quantity("1Gi".into()))].into()),
+            ..Default::default()
+        };
+        let sts = build(&MySQLClusterSpec {
+            storage: Storage { size: "20Gi".into(), storage_class_name: Some("fast".into()) },
+            resources: Some(resources.clone()),
+            image: Some("my/mariadb:10.11.9".into()),
+            ..spec()
+        });
+        let spec = sts.spec.unwrap();
+        let claim = spec.volume_claim_templates.unwrap()[0].spec.clone().unwrap();
+        assert_eq!(claim.storage_class_name.as_deref(), Some("fast"));
+        let c = &spec.template.spec.unwrap().containers[0];
+        assert_eq!(c.resources.as_ref(), Some(&resources));
+        assert_eq!(c.image.as_deref(), Some("my/mariadb:10.11.9"));
+    }
+
+    #[test]
+    fn config_changes_change_the_template() {
+        let hash = |s: &MySQLClusterSpec| {
+            build(s).spec.unwrap().template.metadata.unwrap().annotations.unwrap()[CONFIG_HASH_ANNOTATION].clone()
+        };
+        let changed = MySQLClusterSpec { server_config: [("max_connections".into(), "9".into())].into(), ..spec() };
+        assert_ne!(hash(&spec()), hash(&changed));
+        assert_eq!(hash(&spec()), hash(&spec()));
+    }
+}

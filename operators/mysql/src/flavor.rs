@@ -1,0 +1,554 @@
+//! What differs between MariaDB and MySQL, behind one trait: binaries, data directory
+//! initialisation, my.cnf settings for GTID replication and semi-sync, and the SQL the
+//! operator sends. Everything here is pure (strings in, strings out) and unit-tested; the
+//! MySQL side has not been run against a real MySQL server in this project.
+
+use std::fmt;
+
+use crate::api::Flavor;
+
+/// A SQL statement that embeds a secret (a password). Its `Debug` and `Display` redact the
+/// statement, so it can be passed around and logged by mistake without leaking; only
+/// [`SecretSql::expose`] gives the text to send.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretSql(String);
+
+impl SecretSql {
+    /// The statement to send to the server. Never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretSql {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretSql(<redacted>)")
+    }
+}
+
+impl fmt::Display for SecretSql {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<statement with a secret, redacted>")
+    }
+}
+
+/// Quotes `s` as a SQL string literal (single quotes; backslashes and quotes escaped), valid
+/// in both flavors' default SQL mode.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Where a replica replicates from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReplicationSource<'a> {
+    /// Host name of the primary (its stable DNS name in the headless Service).
+    pub host: &'a str,
+    /// Port of the primary.
+    pub port: u16,
+    /// Replication user.
+    pub user: &'a str,
+    /// Its password.
+    pub password: &'a str,
+}
+
+/// The column names of the flavor's replica status row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaStatusColumns {
+    /// The IO (receiver) thread state, `Yes` when running.
+    pub io_running: &'static str,
+    /// The SQL (applier) thread state, `Yes` when running.
+    pub sql_running: &'static str,
+    /// Seconds behind the source, NULL when not replicating.
+    pub lag_seconds: &'static str,
+    /// Host replicated from.
+    pub source_host: &'static str,
+    /// Last receiver error.
+    pub last_io_error: &'static str,
+    /// Last applier error.
+    pub last_sql_error: &'static str,
+    /// GTIDs received but maybe not applied (MySQL `Retrieved_Gtid_Set`, MariaDB
+    /// `Gtid_IO_Pos`).
+    pub retrieved_gtids: &'static str,
+}
+
+/// The replication SQL and server settings of one flavor.
+pub trait FlavorSql: Send + Sync {
+    /// The flavor this describes.
+    fn flavor(&self) -> Flavor;
+    /// Server binary (the container runs it after initialisation).
+    fn server_binary(&self) -> &'static str;
+    /// Command-line client binary.
+    fn client_binary(&self) -> &'static str;
+    /// Administration client (`ping`).
+    fn admin_binary(&self) -> &'static str;
+    /// The local account the probes use through the server's Unix socket.
+    fn local_probe_user(&self) -> &'static str;
+    /// Shell command that initialises the new, empty data directory `$INITDIR` as the
+    /// current user (uid 999), reading options from the generated my.cnf `$CNF`.
+    fn init_data_dir_command(&self) -> &'static str;
+    /// `[mysqld]` settings for GTID replication with a binary log on every server.
+    fn gtid_settings(&self) -> Vec<(&'static str, String)>;
+    /// `[mysqld]` settings for lossless semi-sync: wait point AFTER_SYNC and `timeout_ms`
+    /// (huge, so no silent fallback to async); the replica side on when `enabled`. The
+    /// source side starts OFF on every server: each one starts read-only, and the operator
+    /// turns the source side on (with the acknowledgement count, n/2) at the moment it makes
+    /// a server the writable primary. So nothing in the file depends on the replica count,
+    /// and scaling never restarts a server.
+    fn semi_sync_settings(&self, enabled: bool, timeout_ms: u64) -> Vec<(&'static str, String)>;
+    /// Variable that makes the server refuse writes, including from administrators where the
+    /// flavor can (MySQL `super_read_only`).
+    fn read_only_variable(&self) -> &'static str;
+    /// Variable of the source side of semi-sync.
+    fn semi_sync_source_enabled_variable(&self) -> &'static str;
+    /// Variable of the replica side of semi-sync.
+    fn semi_sync_replica_enabled_variable(&self) -> &'static str;
+    /// Variable of the acknowledgement count, when the flavor has one (MariaDB waits for one).
+    fn semi_sync_wait_count_variable(&self) -> Option<&'static str>;
+    /// Query returning the server's GTID position as one string column.
+    fn gtid_executed_query(&self) -> &'static str;
+    /// Statements to run on a stopped replica, before pointing it at a source, so that a
+    /// former primary continues from its own position.
+    fn prepare_replica(&self) -> Vec<String>;
+    /// Points the replica at `source` with GTID auto-positioning. Contains the password.
+    fn change_source(&self, source: &ReplicationSource<'_>) -> SecretSql;
+    /// Starts both replication threads.
+    fn start_replica(&self) -> &'static str;
+    /// Stops both replication threads.
+    fn stop_replica(&self) -> &'static str;
+    /// Stops only the receiver: fences a replica so the old primary gets no more
+    /// semi-sync acknowledgements.
+    fn stop_replica_io_thread(&self) -> &'static str;
+    /// Forgets the replication configuration (on promotion).
+    fn reset_replica_all(&self) -> &'static str;
+    /// Shows the replica status row.
+    fn show_replica_status(&self) -> &'static str;
+    /// The column names of that row.
+    fn replica_status_columns(&self) -> ReplicaStatusColumns;
+    /// Waits up to `timeout_seconds` until `gtids` are applied. Returns one column: 0 on
+    /// success; on timeout -1 (MariaDB) or 1 (MySQL).
+    fn wait_for_gtids(&self, gtids: &str, timeout_seconds: u32) -> String;
+
+    /// Statements that make a server the writable primary, in order: first the source side
+    /// of semi-sync (with the acknowledgement count where the flavor has one), so that no
+    /// write is ever committed without it; then writes allowed. With `wait_count` 0 (no
+    /// replica) or semi-sync disabled the source side is turned off.
+    fn make_writable(&self, semi_sync: bool, wait_count: u32) -> Vec<String> {
+        let mut out = Vec::new();
+        if semi_sync && wait_count > 0 {
+            if let Some(var) = self.semi_sync_wait_count_variable() {
+                out.push(format!("SET GLOBAL {var} = {wait_count}"));
+            }
+            out.push(format!("SET GLOBAL {} = ON", self.semi_sync_source_enabled_variable()));
+        } else {
+            out.push(format!("SET GLOBAL {} = OFF", self.semi_sync_source_enabled_variable()));
+        }
+        if self.read_only_variable() != "read_only" {
+            out.push(format!("SET GLOBAL {} = OFF", self.read_only_variable()));
+        }
+        out.push("SET GLOBAL read_only = OFF".into());
+        out
+    }
+
+    /// Statement that stops a server accepting writes (demotion, fencing). It leaves the
+    /// source side of semi-sync alone: turning it off would release commits still waiting
+    /// for an acknowledgement, which is exactly the silent fallback to avoid.
+    fn make_read_only(&self) -> String {
+        format!("SET GLOBAL {} = ON", self.read_only_variable())
+    }
+
+    /// Creates `user`@`%` with `password` if it does not exist (idempotent).
+    fn create_user(&self, user: &str, password: &str) -> SecretSql {
+        SecretSql(format!("CREATE USER IF NOT EXISTS {}@'%' IDENTIFIED BY {}", quote(user), quote(password)))
+    }
+
+    /// Grants `user`@`%` what a replica's connection to its source needs (idempotent).
+    fn grant_replication(&self, user: &str) -> String {
+        format!("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {}@'%'", quote(user))
+    }
+}
+
+/// The trait object of `flavor`.
+pub fn sql(flavor: Flavor) -> &'static dyn FlavorSql {
+    match flavor {
+        Flavor::Mariadb => &MariaDb,
+        Flavor::Mysql => &MySql,
+    }
+}
+
+/// MariaDB 10.6 and later.
+pub struct MariaDb;
+
+/// MySQL 8.0.26 and later (the `SOURCE` / `REPLICA` vocabulary and semi-sync plugin names).
+pub struct MySql;
+
+fn on_off(b: bool) -> String {
+    if b { "ON" } else { "OFF" }.to_string()
+}
+
+impl FlavorSql for MariaDb {
+    fn flavor(&self) -> Flavor {
+        Flavor::Mariadb
+    }
+    fn server_binary(&self) -> &'static str {
+        "mariadbd"
+    }
+    fn client_binary(&self) -> &'static str {
+        "mariadb"
+    }
+    fn admin_binary(&self) -> &'static str {
+        "mariadb-admin"
+    }
+    fn local_probe_user(&self) -> &'static str {
+        // mariadb-install-db --user=mysql creates mysql@localhost with unix_socket
+        // authentication: the container's uid 999 logs in without a password.
+        "mysql"
+    }
+    fn init_data_dir_command(&self) -> &'static str {
+        "mariadb-install-db --defaults-file=\"$CNF\" --datadir=\"$INITDIR\" --user=mysql --skip-test-db --auth-root-authentication-method=socket"
+    }
+    fn gtid_settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("log_bin", "mysql-bin".into()),
+            ("log_slave_updates", "ON".into()),
+            ("binlog_format", "ROW".into()),
+            ("gtid_strict_mode", "ON".into()),
+            ("skip_slave_start", "ON".into()),
+            ("relay_log", "relay-bin".into()),
+            ("relay_log_recovery", "ON".into()),
+            ("sync_binlog", "1".into()),
+            ("innodb_flush_log_at_trx_commit", "1".into()),
+        ]
+    }
+    fn semi_sync_settings(&self, enabled: bool, timeout_ms: u64) -> Vec<(&'static str, String)> {
+        vec![
+            ("rpl_semi_sync_master_enabled", on_off(false)),
+            ("rpl_semi_sync_slave_enabled", on_off(enabled)),
+            ("rpl_semi_sync_master_wait_point", "AFTER_SYNC".into()),
+            ("rpl_semi_sync_master_timeout", timeout_ms.to_string()),
+            ("rpl_semi_sync_master_wait_no_slave", "ON".into()),
+        ]
+    }
+    fn read_only_variable(&self) -> &'static str {
+        "read_only"
+    }
+    fn semi_sync_source_enabled_variable(&self) -> &'static str {
+        "rpl_semi_sync_master_enabled"
+    }
+    fn semi_sync_replica_enabled_variable(&self) -> &'static str {
+        "rpl_semi_sync_slave_enabled"
+    }
+    fn semi_sync_wait_count_variable(&self) -> Option<&'static str> {
+        None
+    }
+    fn gtid_executed_query(&self) -> &'static str {
+        "SELECT @@GLOBAL.gtid_current_pos"
+    }
+    fn prepare_replica(&self) -> Vec<String> {
+        vec!["SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_current_pos".into()]
+    }
+    fn change_source(&self, s: &ReplicationSource<'_>) -> SecretSql {
+        SecretSql(format!(
+            "CHANGE MASTER TO MASTER_HOST={}, MASTER_PORT={}, MASTER_USER={}, MASTER_PASSWORD={}, \
+             MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+            quote(s.host),
+            s.port,
+            quote(s.user),
+            quote(s.password)
+        ))
+    }
+    fn start_replica(&self) -> &'static str {
+        "START SLAVE"
+    }
+    fn stop_replica(&self) -> &'static str {
+        "STOP SLAVE"
+    }
+    fn stop_replica_io_thread(&self) -> &'static str {
+        "STOP SLAVE IO_THREAD"
+    }
+    fn reset_replica_all(&self) -> &'static str {
+        "RESET SLAVE ALL"
+    }
+    fn show_replica_status(&self) -> &'static str {
+        "SHOW SLAVE STATUS"
+    }
+    fn replica_status_columns(&self) -> ReplicaStatusColumns {
+        ReplicaStatusColumns {
+            io_running: "Slave_IO_Running",
+            sql_running: "Slave_SQL_Running",
+            lag_seconds: "Seconds_Behind_Master",
+            source_host: "Master_Host",
+            last_io_error: "Last_IO_Error",
+            last_sql_error: "Last_SQL_Error",
+            retrieved_gtids: "Gtid_IO_Pos",
+        }
+    }
+    fn wait_for_gtids(&self, gtids: &str, timeout_seconds: u32) -> String {
+        format!("SELECT MASTER_GTID_WAIT({}, {timeout_seconds})", quote(gtids))
+    }
+}
+
+impl FlavorSql for MySql {
+    fn flavor(&self) -> Flavor {
+        Flavor::Mysql
+    }
+    fn server_binary(&self) -> &'static str {
+        "mysqld"
+    }
+    fn client_binary(&self) -> &'static str {
+        "mysql"
+    }
+    fn admin_binary(&self) -> &'static str {
+        "mysqladmin"
+    }
+    fn local_probe_user(&self) -> &'static str {
+        // --initialize-insecure leaves root@localhost without a password; the controller
+        // must give the probes an account before it sets one (open: MySQL is untested here).
+        "root"
+    }
+    fn init_data_dir_command(&self) -> &'static str {
+        "mysqld --defaults-file=\"$CNF\" --datadir=\"$INITDIR\" --initialize-insecure --user=mysql"
+    }
+    fn gtid_settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("gtid_mode", "ON".into()),
+            ("enforce_gtid_consistency", "ON".into()),
+            ("log_bin", "mysql-bin".into()),
+            ("log_replica_updates", "ON".into()),
+            ("binlog_format", "ROW".into()),
+            ("relay_log", "relay-bin".into()),
+            ("relay_log_recovery", "ON".into()),
+            ("skip_replica_start", "ON".into()),
+            ("sync_binlog", "1".into()),
+            ("innodb_flush_log_at_trx_commit", "1".into()),
+        ]
+    }
+    fn semi_sync_settings(&self, enabled: bool, timeout_ms: u64) -> Vec<(&'static str, String)> {
+        vec![
+            ("plugin_load_add", "semisync_source.so;semisync_replica.so".into()),
+            ("loose_rpl_semi_sync_source_enabled", on_off(false)),
+            ("loose_rpl_semi_sync_replica_enabled", on_off(enabled)),
+            ("loose_rpl_semi_sync_source_wait_point", "AFTER_SYNC".into()),
+            ("loose_rpl_semi_sync_source_timeout", timeout_ms.to_string()),
+            ("loose_rpl_semi_sync_source_wait_no_replica", "ON".into()),
+        ]
+    }
+    fn read_only_variable(&self) -> &'static str {
+        "super_read_only"
+    }
+    fn semi_sync_source_enabled_variable(&self) -> &'static str {
+        "rpl_semi_sync_source_enabled"
+    }
+    fn semi_sync_replica_enabled_variable(&self) -> &'static str {
+        "rpl_semi_sync_replica_enabled"
+    }
+    fn semi_sync_wait_count_variable(&self) -> Option<&'static str> {
+        Some("rpl_semi_sync_source_wait_for_replica_count")
+    }
+    fn gtid_executed_query(&self) -> &'static str {
+        "SELECT @@GLOBAL.gtid_executed"
+    }
+    fn prepare_replica(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn change_source(&self, s: &ReplicationSource<'_>) -> SecretSql {
+        SecretSql(format!(
+            "CHANGE REPLICATION SOURCE TO SOURCE_HOST={}, SOURCE_PORT={}, SOURCE_USER={}, SOURCE_PASSWORD={}, \
+             SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, GET_SOURCE_PUBLIC_KEY=1",
+            quote(s.host),
+            s.port,
+            quote(s.user),
+            quote(s.password)
+        ))
+    }
+    fn start_replica(&self) -> &'static str {
+        "START REPLICA"
+    }
+    fn stop_replica(&self) -> &'static str {
+        "STOP REPLICA"
+    }
+    fn stop_replica_io_thread(&self) -> &'static str {
+        "STOP REPLICA IO_THREAD"
+    }
+    fn reset_replica_all(&self) -> &'static str {
+        "RESET REPLICA ALL"
+    }
+    fn show_replica_status(&self) -> &'static str {
+        "SHOW REPLICA STATUS"
+    }
+    fn replica_status_columns(&self) -> ReplicaStatusColumns {
+        ReplicaStatusColumns {
+            io_running: "Replica_IO_Running",
+            sql_running: "Replica_SQL_Running",
+            lag_seconds: "Seconds_Behind_Source",
+            source_host: "Source_Host",
+            last_io_error: "Last_IO_Error",
+            last_sql_error: "Last_SQL_Error",
+            retrieved_gtids: "Retrieved_Gtid_Set",
+        }
+    }
+    fn wait_for_gtids(&self, gtids: &str, timeout_seconds: u32) -> String {
+        format!("SELECT WAIT_FOR_EXECUTED_GTID_SET({}, {timeout_seconds})", quote(gtids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: ReplicationSource<'static> =
+        ReplicationSource { host: "db-0.db-hl.ns.svc", port: 3306, user: "repl", password: "s3cr'et" };
+
+    #[test]
+    fn quoting_escapes_quotes_and_backslashes() {
+        assert_eq!(quote("plain"), "'plain'");
+        assert_eq!(quote("it's"), "'it''s'");
+        assert_eq!(quote("a\\b"), "'a\\\\b'");
+        assert_eq!(quote("nul\0"), "'nul\\0'");
+    }
+
+    #[test]
+    fn mariadb_change_master_uses_gtid_slave_pos() {
+        let sql = sql(Flavor::Mariadb).change_source(&SOURCE);
+        assert_eq!(
+            sql.expose(),
+            "CHANGE MASTER TO MASTER_HOST='db-0.db-hl.ns.svc', MASTER_PORT=3306, MASTER_USER='repl', \
+             MASTER_PASSWORD='s3cr''et', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1"
+        );
+    }
+
+    #[test]
+    fn mysql_change_source_uses_auto_position() {
+        let sql = sql(Flavor::Mysql).change_source(&SOURCE);
+        assert!(
+            sql.expose().starts_with("CHANGE REPLICATION SOURCE TO SOURCE_HOST='db-0.db-hl.ns.svc', SOURCE_PORT=3306")
+        );
+        assert!(sql.expose().contains("SOURCE_AUTO_POSITION=1"));
+        assert!(sql.expose().contains("SOURCE_PASSWORD='s3cr''et'"));
+        assert!(!sql.expose().contains("MASTER"));
+    }
+
+    #[test]
+    fn statements_with_passwords_are_redacted_when_printed() {
+        for flavor in [Flavor::Mariadb, Flavor::Mysql] {
+            let s = sql(flavor).change_source(&SOURCE);
+            assert!(!format!("{s:?}").contains("s3cr"));
+            assert!(!format!("{s}").contains("s3cr"));
+        }
+    }
+
+    #[test]
+    fn replica_control_statements_per_flavor() {
+        let m = sql(Flavor::Mariadb);
+        assert_eq!(
+            [m.start_replica(), m.stop_replica(), m.stop_replica_io_thread(), m.reset_replica_all()],
+            ["START SLAVE", "STOP SLAVE", "STOP SLAVE IO_THREAD", "RESET SLAVE ALL"]
+        );
+        assert_eq!(m.show_replica_status(), "SHOW SLAVE STATUS");
+        assert_eq!(m.replica_status_columns().io_running, "Slave_IO_Running");
+        assert_eq!(m.replica_status_columns().lag_seconds, "Seconds_Behind_Master");
+        assert_eq!(m.gtid_executed_query(), "SELECT @@GLOBAL.gtid_current_pos");
+        assert_eq!(m.prepare_replica(), ["SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_current_pos"]);
+        assert_eq!(m.wait_for_gtids("0-100-5", 30), "SELECT MASTER_GTID_WAIT('0-100-5', 30)");
+
+        let y = sql(Flavor::Mysql);
+        assert_eq!(
+            [y.start_replica(), y.stop_replica(), y.stop_replica_io_thread(), y.reset_replica_all()],
+            ["START REPLICA", "STOP REPLICA", "STOP REPLICA IO_THREAD", "RESET REPLICA ALL"]
+        );
+        assert_eq!(y.show_replica_status(), "SHOW REPLICA STATUS");
+        assert_eq!(y.replica_status_columns().io_running, "Replica_IO_Running");
+        assert_eq!(y.replica_status_columns().retrieved_gtids, "Retrieved_Gtid_Set");
+        assert_eq!(y.gtid_executed_query(), "SELECT @@GLOBAL.gtid_executed");
+        assert!(y.prepare_replica().is_empty());
+        assert_eq!(y.wait_for_gtids("u:1-5", 30), "SELECT WAIT_FOR_EXECUTED_GTID_SET('u:1-5', 30)");
+    }
+
+    #[test]
+    fn semi_sync_variable_names_per_flavor() {
+        let m = sql(Flavor::Mariadb);
+        assert_eq!(m.semi_sync_source_enabled_variable(), "rpl_semi_sync_master_enabled");
+        assert_eq!(m.semi_sync_replica_enabled_variable(), "rpl_semi_sync_slave_enabled");
+        assert_eq!(m.semi_sync_wait_count_variable(), None);
+        assert_eq!(m.read_only_variable(), "read_only");
+        let y = sql(Flavor::Mysql);
+        assert_eq!(y.semi_sync_source_enabled_variable(), "rpl_semi_sync_source_enabled");
+        assert_eq!(y.semi_sync_replica_enabled_variable(), "rpl_semi_sync_replica_enabled");
+        assert_eq!(y.semi_sync_wait_count_variable(), Some("rpl_semi_sync_source_wait_for_replica_count"));
+        assert_eq!(y.read_only_variable(), "super_read_only");
+    }
+
+    #[test]
+    fn semi_sync_settings_are_lossless_in_both_flavors() {
+        let m: std::collections::BTreeMap<_, _> =
+            sql(Flavor::Mariadb).semi_sync_settings(true, 4_294_967_000).into_iter().collect();
+        assert_eq!(m["rpl_semi_sync_master_wait_point"], "AFTER_SYNC");
+        assert_eq!(m["rpl_semi_sync_master_enabled"], "OFF", "turned on by the operator with writability");
+        assert_eq!(m["rpl_semi_sync_slave_enabled"], "ON");
+        assert_eq!(m["rpl_semi_sync_master_timeout"], "4294967000");
+        assert_eq!(m["rpl_semi_sync_master_wait_no_slave"], "ON");
+        let y: std::collections::BTreeMap<_, _> =
+            sql(Flavor::Mysql).semi_sync_settings(true, 60_000).into_iter().collect();
+        assert_eq!(y["loose_rpl_semi_sync_source_wait_point"], "AFTER_SYNC");
+        assert_eq!(y["loose_rpl_semi_sync_source_enabled"], "OFF");
+        assert_eq!(y["loose_rpl_semi_sync_replica_enabled"], "ON");
+        assert_eq!(y["loose_rpl_semi_sync_source_timeout"], "60000");
+        let off: std::collections::BTreeMap<_, _> =
+            sql(Flavor::Mariadb).semi_sync_settings(false, 60_000).into_iter().collect();
+        assert_eq!(off["rpl_semi_sync_slave_enabled"], "OFF");
+    }
+
+    #[test]
+    fn promotion_enables_semi_sync_before_writes() {
+        assert_eq!(
+            sql(Flavor::Mariadb).make_writable(true, 1),
+            ["SET GLOBAL rpl_semi_sync_master_enabled = ON", "SET GLOBAL read_only = OFF"]
+        );
+        assert_eq!(
+            sql(Flavor::Mysql).make_writable(true, 2),
+            [
+                "SET GLOBAL rpl_semi_sync_source_wait_for_replica_count = 2",
+                "SET GLOBAL rpl_semi_sync_source_enabled = ON",
+                "SET GLOBAL super_read_only = OFF",
+                "SET GLOBAL read_only = OFF",
+            ]
+        );
+        assert_eq!(
+            sql(Flavor::Mariadb).make_writable(true, 0),
+            ["SET GLOBAL rpl_semi_sync_master_enabled = OFF", "SET GLOBAL read_only = OFF"]
+        );
+        assert_eq!(sql(Flavor::Mariadb).make_writable(false, 2)[0], "SET GLOBAL rpl_semi_sync_master_enabled = OFF");
+        assert_eq!(sql(Flavor::Mariadb).make_read_only(), "SET GLOBAL read_only = ON");
+        assert_eq!(sql(Flavor::Mysql).make_read_only(), "SET GLOBAL super_read_only = ON");
+    }
+
+    #[test]
+    fn accounts_are_created_idempotently_and_redacted() {
+        let create = sql(Flavor::Mariadb).create_user("repl", "pw'x");
+        assert_eq!(create.expose(), "CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'pw''x'");
+        assert!(!format!("{create:?}").contains("pw"));
+        assert_eq!(
+            sql(Flavor::Mysql).grant_replication("repl"),
+            "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%'"
+        );
+    }
+
+    #[test]
+    fn binaries_and_initialisation_per_flavor() {
+        assert_eq!(sql(Flavor::Mariadb).server_binary(), "mariadbd");
+        assert!(sql(Flavor::Mariadb).init_data_dir_command().starts_with("mariadb-install-db "));
+        assert!(sql(Flavor::Mariadb).init_data_dir_command().contains("--user=mysql"));
+        assert_eq!(sql(Flavor::Mysql).server_binary(), "mysqld");
+        assert!(sql(Flavor::Mysql).init_data_dir_command().contains("--initialize-insecure"));
+    }
+}

@@ -1,0 +1,50 @@
+//! The default server image of a flavor and version. The MariaDB image name comes from
+//! `deploy/images/images.env` (`MARIADB_IMAGE`), the one place image names live, so the
+//! operator runs exactly what the local cluster has imported.
+
+use crate::api::Flavor;
+use crate::validate::Version;
+
+const IMAGES_ENV: &str = include_str!("../../../deploy/images/images.env");
+
+/// The repository of the official MySQL image (not built here: MySQL 8 cannot be installed
+/// on this project's machines).
+const MYSQL_REPOSITORY: &str = "docker.io/library/mysql";
+
+/// The value of `key` in images.env.
+fn images_env(key: &str) -> Option<&'static str> {
+    IMAGES_ENV.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v.trim())
+}
+
+/// The image of `flavor` at `version`: for MariaDB, `MARIADB_IMAGE` of images.env when its
+/// tag is the version's series (as built here), else the same repository tagged with the
+/// version; for MySQL, the official image tagged with the version.
+pub fn default_image(flavor: Flavor, version: &Version) -> String {
+    match flavor {
+        Flavor::Mariadb => {
+            let image = images_env("MARIADB_IMAGE").expect("deploy/images/images.env has MARIADB_IMAGE");
+            let (repository, tag) = image.rsplit_once(':').unwrap_or((image, ""));
+            if tag == version.to_string() { image.to_string() } else { format!("{repository}:{version}") }
+        }
+        Flavor::Mysql => format!("{MYSQL_REPOSITORY}:{version}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mariadb_default_is_the_image_built_here() {
+        let v = Version::parse("10.11").unwrap();
+        assert_eq!(default_image(Flavor::Mariadb, &v), images_env("MARIADB_IMAGE").unwrap());
+        assert_eq!(default_image(Flavor::Mariadb, &v), "docker.io/library/mariadb:10.11");
+        let v = Version::parse("11.4.2").unwrap();
+        assert_eq!(default_image(Flavor::Mariadb, &v), "docker.io/library/mariadb:11.4.2");
+    }
+
+    #[test]
+    fn mysql_default_is_the_official_image() {
+        assert_eq!(default_image(Flavor::Mysql, &Version::parse("8.4").unwrap()), "docker.io/library/mysql:8.4");
+    }
+}

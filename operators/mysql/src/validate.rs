@@ -1,0 +1,604 @@
+//! What the CRD schema and its CEL rules cannot check, as one pure function: supported
+//! versions per flavor, server settings the operator owns, semi-sync timeout bounds, the
+//! backup schedule and retention. Every error names the field (`Error::InvalidSpec`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use statecraft_shared::{Error, Result};
+
+use crate::api::cluster::{MAX_SEMI_SYNC_TIMEOUT_SECONDS, MIN_SEMI_SYNC_TIMEOUT_SECONDS};
+use crate::api::{Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec};
+use crate::image::default_image;
+
+/// A server version, `MAJOR.MINOR[.PATCH]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    /// Major version.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+    /// Patch version, when given.
+    pub patch: Option<u32>,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)?;
+        if let Some(p) = self.patch {
+            write!(f, ".{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Version {
+    /// Parses `MAJOR.MINOR` or `MAJOR.MINOR.PATCH` (digits only).
+    pub fn parse(s: &str) -> Option<Version> {
+        let parts: Vec<&str> = s.split('.').collect();
+        if !(2..=3).contains(&parts.len()) {
+            return None;
+        }
+        let num = |p: &str| {
+            if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) {
+                None
+            } else {
+                p.parse::<u32>().ok()
+            }
+        };
+        let patch = match parts.get(2) {
+            Some(p) => Some(num(p)?),
+            None => None,
+        };
+        Some(Version { major: num(parts[0])?, minor: num(parts[1])?, patch })
+    }
+
+    /// The release series, `MAJOR.MINOR`.
+    pub fn series(&self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+}
+
+/// Release series the operator supports, per flavor.
+pub fn supported_series(flavor: Flavor) -> &'static [(u32, u32)] {
+    match flavor {
+        // LTS series; semi-sync is built into the server since 10.3.
+        Flavor::Mariadb => &[(10, 6), (10, 11), (11, 4), (11, 8)],
+        // 8.0.26 introduced the SOURCE/REPLICA statements and semi-sync plugin names used here.
+        Flavor::Mysql => &[(8, 0), (8, 4)],
+    }
+}
+
+/// Lowest patch release supported in a series, where not every one is.
+fn minimum_patch(flavor: Flavor, series: (u32, u32)) -> u32 {
+    match (flavor, series) {
+        (Flavor::Mysql, (8, 0)) => 26,
+        _ => 0,
+    }
+}
+
+/// Server settings (normalised: lower case, `_` for `-`, no `loose_` prefix) that the
+/// operator sets itself. Letting a user override them would break replication, failover or
+/// durability.
+pub const OWNED_SETTINGS: &[&str] = &[
+    "server_id",
+    "report_host",
+    "port",
+    "bind_address",
+    "socket",
+    "datadir",
+    "log_bin",
+    "log_basename",
+    "log_slave_updates",
+    "log_replica_updates",
+    "binlog_format",
+    "relay_log",
+    "relay_log_recovery",
+    "read_only",
+    "super_read_only",
+    "skip_slave_start",
+    "skip_replica_start",
+    "enforce_gtid_consistency",
+    "sync_binlog",
+    "innodb_flush_log_at_trx_commit",
+    "plugin_load_add",
+    "plugin_load",
+    "skip_networking",
+    "skip_grant_tables",
+];
+
+/// Prefixes of owned settings (GTID and semi-sync families).
+pub const OWNED_PREFIXES: &[&str] = &["gtid_", "rpl_semi_sync_"];
+
+/// Normalises a my.cnf option name as the servers do: case-insensitive, `-` equals `_`,
+/// and a `loose_` prefix only suppresses unknown-option errors.
+pub fn normalize_setting(key: &str) -> String {
+    let k = key.trim().to_ascii_lowercase().replace('-', "_");
+    k.strip_prefix("loose_").map(str::to_string).unwrap_or(k)
+}
+
+/// A spec that passed [`validate`]; builders take only this.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidSpec {
+    /// The spec as the user wrote it.
+    pub spec: MySQLClusterSpec,
+    /// The parsed version.
+    pub version: Version,
+    /// The image to run: the override, or the flavor's default for the version.
+    pub image: String,
+    /// Server settings, keys normalised.
+    pub server_config: BTreeMap<String, String>,
+    /// Semi-sync timeout in milliseconds, as the servers take it.
+    pub semi_sync_timeout_ms: u64,
+}
+
+/// Checks what the schema cannot. Pure.
+pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
+    let version = Version::parse(&spec.version).ok_or_else(|| {
+        Error::invalid_spec("spec.version", format!("{:?} is not a version like 10.11 or 8.4.3", spec.version))
+    })?;
+    let supported = supported_series(spec.flavor);
+    if !supported.contains(&version.series()) {
+        let list: Vec<String> = supported.iter().map(|(a, b)| format!("{a}.{b}")).collect();
+        return Err(Error::invalid_spec(
+            "spec.version",
+            format!("{} {version} is not supported; supported: {}", flavor_name(spec.flavor), list.join(", ")),
+        ));
+    }
+    let min_patch = minimum_patch(spec.flavor, version.series());
+    if version.patch.is_some_and(|p| p < min_patch) {
+        return Err(Error::invalid_spec(
+            "spec.version",
+            format!(
+                "{} {version} is too old: {}.{}.{min_patch} or later is needed",
+                flavor_name(spec.flavor),
+                version.major,
+                version.minor
+            ),
+        ));
+    }
+
+    let image = match &spec.image {
+        Some(image) => {
+            if image.trim().is_empty() || image.chars().any(char::is_whitespace) {
+                return Err(Error::invalid_spec("spec.image", "must be an image reference without spaces"));
+            }
+            image.clone()
+        }
+        None => default_image(spec.flavor, &version),
+    };
+
+    if !matches!(spec.replicas, 1 | 3 | 5) {
+        return Err(Error::invalid_spec("spec.replicas", format!("must be 1, 3 or 5, not {}", spec.replicas)));
+    }
+
+    let mut server_config = BTreeMap::new();
+    for (key, value) in &spec.server_config {
+        let field = format!("spec.serverConfig.{key}");
+        let norm = normalize_setting(key);
+        if norm.is_empty() || !norm.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+            return Err(Error::invalid_spec(field, "a setting name has only letters, digits, '-' and '_'"));
+        }
+        if OWNED_SETTINGS.contains(&norm.as_str()) || OWNED_PREFIXES.iter().any(|p| norm.starts_with(p)) {
+            return Err(Error::invalid_spec(
+                field,
+                "is set by the operator (replication, failover and durability depend on it) and cannot be overridden",
+            ));
+        }
+        if value.contains(['\n', '\r', '\0']) {
+            return Err(Error::invalid_spec(field, "a value must be on one line"));
+        }
+        if server_config.insert(norm, value.trim().to_string()).is_some() {
+            return Err(Error::invalid_spec(field, "is given twice (names differing only in case, '-' or '_')"));
+        }
+    }
+
+    let timeout = spec.semi_sync.timeout_seconds;
+    if !(MIN_SEMI_SYNC_TIMEOUT_SECONDS..=MAX_SEMI_SYNC_TIMEOUT_SECONDS).contains(&timeout) {
+        return Err(Error::invalid_spec(
+            "spec.semiSync.timeoutSeconds",
+            format!(
+                "must be between {MIN_SEMI_SYNC_TIMEOUT_SECONDS} and {MAX_SEMI_SYNC_TIMEOUT_SECONDS}, not {timeout}: \
+                 a short timeout silently falls back to asynchronous replication"
+            ),
+        ));
+    }
+
+    if let Some(backup) = &spec.backup {
+        check_cron(&backup.schedule).map_err(|m| Error::invalid_spec("spec.backup.schedule", m))?;
+        if let Some(age) = &backup.retention.max_age {
+            parse_age(age).ok_or_else(|| {
+                Error::invalid_spec("spec.backup.retention.maxAge", format!("{age:?} is not a duration like 7d or 36h"))
+            })?;
+        }
+        if backup.retention.keep_last.is_some_and(|n| n < 1) {
+            return Err(Error::invalid_spec("spec.backup.retention.keepLast", "must be at least 1"));
+        }
+        if backup.location.bucket.is_empty() {
+            return Err(Error::invalid_spec("spec.backup.location.bucket", "must not be empty"));
+        }
+    }
+
+    Ok(ValidSpec { spec: spec.clone(), version, image, server_config, semi_sync_timeout_ms: timeout as u64 * 1000 })
+}
+
+/// Checks the cluster's name: its pods are `<name>-<ordinal>` and its StatefulSet's
+/// revision label `<name>-<hash>` must fit a 63-character label value.
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.len() > 52 {
+        return Err(Error::invalid_spec("metadata.name", "must be at most 52 characters (it names pods and labels)"));
+    }
+    Ok(())
+}
+
+/// Refuses a version change the servers cannot take: a downgrade to an older series.
+pub fn check_version_change(flavor: Flavor, observed: &str, desired: &Version) -> Result<()> {
+    let Some(observed) = Version::parse(observed) else { return Ok(()) };
+    if desired.series() < observed.series() {
+        return Err(Error::invalid_spec(
+            "spec.version",
+            format!("downgrading {} from {observed} to {desired} is not supported", flavor_name(flavor)),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a MySQLRestore's spec: the target's name and cluster spec (as [`validate`]), and
+/// the point in time. Returns the target's validated spec.
+pub fn validate_restore(spec: &MySQLRestoreSpec) -> Result<ValidSpec> {
+    match (&spec.backup_name, &spec.location) {
+        (Some(name), None) if !name.is_empty() => {}
+        (None, Some(location)) => {
+            if location.store.bucket.is_empty() {
+                return Err(Error::invalid_spec("spec.location.store.bucket", "must not be empty"));
+            }
+            if location.key.is_empty() {
+                return Err(Error::invalid_spec("spec.location.key", "must not be empty"));
+            }
+        }
+        _ => return Err(Error::invalid_spec("spec.backupName", "exactly one of backupName and location must be set")),
+    }
+    if let Some(t) = &spec.point_in_time {
+        chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
+            Error::invalid_spec(
+                "spec.pointInTime",
+                format!("{t:?} is not an RFC 3339 time such as 2026-01-31T12:00:00Z: {e}"),
+            )
+        })?;
+    }
+    validate_name(&spec.target.name).map_err(|_| {
+        Error::invalid_spec("spec.target.name", "must be at most 52 characters (it names pods and labels)")
+    })?;
+    validate(&spec.target.spec).map_err(|e| match e {
+        Error::InvalidSpec { field, message } => {
+            Error::invalid_spec(field.replacen("spec.", "spec.target.spec.", 1), message)
+        }
+        other => other,
+    })
+}
+
+/// Checks a MySQLBackup's spec.
+pub fn validate_backup(spec: &MySQLBackupSpec) -> Result<()> {
+    if spec.cluster_name.is_empty() {
+        return Err(Error::invalid_spec("spec.clusterName", "must name a MySQLCluster"));
+    }
+    if spec.location.as_ref().is_some_and(|l| l.bucket.is_empty()) {
+        return Err(Error::invalid_spec("spec.location.bucket", "must not be empty"));
+    }
+    Ok(())
+}
+
+fn flavor_name(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::Mariadb => "MariaDB",
+        Flavor::Mysql => "MySQL",
+    }
+}
+
+/// Checks a five-field cron expression (minute hour day-of-month month day-of-week):
+/// numbers in range, `*`, lists, ranges and steps.
+pub fn check_cron(expr: &str) -> std::result::Result<(), String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    if fields.len() != 5 {
+        return Err(format!("{expr:?} must have five fields: minute hour day-of-month month day-of-week"));
+    }
+    let ranges = [("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12), ("day-of-week", 0, 7)];
+    for (field, (name, lo, hi)) in fields.iter().zip(ranges) {
+        for item in field.split(',') {
+            let (range, step) = match item.split_once('/') {
+                Some((r, s)) => (r, Some(s)),
+                None => (item, None),
+            };
+            if let Some(step) = step {
+                match step.parse::<u32>() {
+                    Ok(s) if s >= 1 => {}
+                    _ => return Err(format!("{name} field {field:?}: step {step:?} must be a positive number")),
+                }
+            }
+            if range == "*" {
+                continue;
+            }
+            let bounds: Vec<&str> = range.split('-').collect();
+            if bounds.len() > 2 {
+                return Err(format!("{name} field {field:?}: {range:?} is not a number or range"));
+            }
+            for b in &bounds {
+                match b.parse::<u32>() {
+                    Ok(n) if (lo..=hi).contains(&n) => {}
+                    _ => return Err(format!("{name} field {field:?}: {b:?} is not a number from {lo} to {hi}")),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a retention age such as `30s`, `15m`, `36h`, `7d` into seconds.
+pub fn parse_age(s: &str) -> Option<u64> {
+    let unit = s.chars().last()?;
+    let n: u64 = s[..s.len() - unit.len_utf8()].parse().ok().filter(|n| *n > 0)?;
+    let mult = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86400,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::api::{BackupPolicy, Retention, SemiSync, ServiceOptions, Storage, UpgradeStrategy};
+    use statecraft_shared::s3::S3Location;
+
+    pub(crate) fn spec() -> MySQLClusterSpec {
+        MySQLClusterSpec {
+            flavor: Flavor::Mariadb,
+            version: "10.11".into(),
+            image: None,
+            replicas: 3,
+            storage: Storage { size: "1Gi".into(), storage_class_name: None },
+            resources: None,
+            server_config: BTreeMap::new(),
+            semi_sync: SemiSync::default(),
+            backup: None,
+            service: ServiceOptions::default(),
+            paused: false,
+            stopped: false,
+            upgrade_strategy: UpgradeStrategy::default(),
+        }
+    }
+
+    pub(crate) fn valid() -> ValidSpec {
+        validate(&spec()).expect("the test spec is valid")
+    }
+
+    fn field_of(err: Error) -> String {
+        match err {
+            Error::InvalidSpec { field, .. } => field,
+            other => panic!("expected InvalidSpec, got {other}"),
+        }
+    }
+
+    fn location() -> S3Location {
+        serde_json::from_value(serde_json::json!({"bucket": "b", "credentialsSecret": {"name": "s3"}})).unwrap()
+    }
+
+    #[test]
+    fn a_plain_spec_is_valid_and_gets_the_default_image() {
+        let v = valid();
+        assert_eq!(v.version, Version { major: 10, minor: 11, patch: None });
+        assert_eq!(v.image, "docker.io/library/mariadb:10.11");
+        assert_eq!(v.semi_sync_timeout_ms, 4_294_967_000);
+    }
+
+    #[test]
+    fn versions_are_checked_per_flavor() {
+        for (flavor, version, ok) in [
+            (Flavor::Mariadb, "10.11", true),
+            (Flavor::Mariadb, "10.11.6", true),
+            (Flavor::Mariadb, "11.4", true),
+            (Flavor::Mariadb, "10.5", false),
+            (Flavor::Mariadb, "8.4", false),
+            (Flavor::Mysql, "8.4", true),
+            (Flavor::Mysql, "8.0.36", true),
+            (Flavor::Mysql, "8.0.25", false),
+            (Flavor::Mysql, "5.7", false),
+            (Flavor::Mysql, "10.11", false),
+            (Flavor::Mariadb, "latest", false),
+            (Flavor::Mariadb, "10", false),
+            (Flavor::Mariadb, "10.11.6.1", false),
+            (Flavor::Mariadb, "10.x", false),
+            (Flavor::Mariadb, "", false),
+        ] {
+            let s = MySQLClusterSpec { flavor, version: version.into(), ..spec() };
+            match validate(&s) {
+                Ok(_) => assert!(ok, "{flavor:?} {version} should be refused"),
+                Err(e) => {
+                    assert!(!ok, "{flavor:?} {version} should be accepted: {e}");
+                    assert_eq!(field_of(e), "spec.version");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_version_message_lists_the_supported_ones() {
+        let e = validate(&MySQLClusterSpec { version: "10.5".into(), ..spec() }).unwrap_err().to_string();
+        assert!(e.contains("spec.version") && e.contains("10.11") && e.contains("MariaDB 10.5"), "{e}");
+    }
+
+    #[test]
+    fn image_override_is_used_and_checked() {
+        let v = validate(&MySQLClusterSpec { image: Some("registry.local/mariadb:10.11.9".into()), ..spec() }).unwrap();
+        assert_eq!(v.image, "registry.local/mariadb:10.11.9");
+        let e = validate(&MySQLClusterSpec { image: Some("bad image".into()), ..spec() }).unwrap_err();
+        assert_eq!(field_of(e), "spec.image");
+    }
+
+    #[test]
+    fn replicas_must_be_1_3_or_5() {
+        for (n, ok) in [(0, false), (1, true), (2, false), (3, true), (4, false), (5, true), (7, false)] {
+            let r = validate(&MySQLClusterSpec { replicas: n, ..spec() });
+            assert_eq!(r.is_ok(), ok, "replicas {n}");
+            if let Err(e) = r {
+                assert_eq!(field_of(e), "spec.replicas");
+            }
+        }
+    }
+
+    #[test]
+    fn owned_server_settings_are_refused_in_any_spelling() {
+        for key in [
+            "server_id",
+            "server-id",
+            "SERVER_ID",
+            "loose-server-id",
+            "gtid_mode",
+            "gtid-strict-mode",
+            "read_only",
+            "super-read-only",
+            "log_bin",
+            "rpl_semi_sync_master_timeout",
+            "rpl-semi-sync-source-enabled",
+            "sync_binlog",
+            "datadir",
+        ] {
+            let s = MySQLClusterSpec { server_config: [(key.to_string(), "1".to_string())].into(), ..spec() };
+            let e = validate(&s).unwrap_err();
+            assert!(e.to_string().contains("set by the operator"), "{key}: {e}");
+            assert_eq!(field_of(e), format!("spec.serverConfig.{key}"));
+        }
+    }
+
+    #[test]
+    fn user_server_settings_are_normalised() {
+        let s =
+            MySQLClusterSpec { server_config: [("Max-Connections".to_string(), " 500 ".to_string())].into(), ..spec() };
+        assert_eq!(validate(&s).unwrap().server_config, BTreeMap::from([("max_connections".into(), "500".into())]));
+    }
+
+    #[test]
+    fn malformed_server_settings_are_refused() {
+        for (k, v) in [("max connections", "1"), ("a=b", "1"), ("", "1"), ("max_connections", "1\n[client]")] {
+            let s = MySQLClusterSpec { server_config: [(k.to_string(), v.to_string())].into(), ..spec() };
+            assert_eq!(field_of(validate(&s).unwrap_err()), format!("spec.serverConfig.{k}"));
+        }
+        let s = MySQLClusterSpec {
+            server_config: [("max-connections".into(), "1".into()), ("max_connections".into(), "2".into())].into(),
+            ..spec()
+        };
+        assert!(field_of(validate(&s).unwrap_err()).starts_with("spec.serverConfig.max"));
+    }
+
+    #[test]
+    fn semi_sync_timeout_bounds() {
+        for (t, ok) in [(59, false), (60, true), (4_294_967, true), (4_294_968, false), (0, false), (-1, false)] {
+            let s = MySQLClusterSpec { semi_sync: SemiSync { enabled: true, timeout_seconds: t }, ..spec() };
+            let r = validate(&s);
+            assert_eq!(r.is_ok(), ok, "timeout {t}");
+            if let Err(e) = r {
+                assert_eq!(field_of(e), "spec.semiSync.timeoutSeconds");
+            }
+        }
+    }
+
+    #[test]
+    fn backup_schedule_and_retention_are_checked() {
+        let with = |schedule: &str, max_age: Option<&str>, keep_last: Option<i32>| MySQLClusterSpec {
+            backup: Some(BackupPolicy {
+                schedule: schedule.into(),
+                retention: Retention { keep_last, max_age: max_age.map(Into::into) },
+                location: location(),
+            }),
+            ..spec()
+        };
+        assert!(validate(&with("0 3 * * *", Some("7d"), Some(7))).is_ok());
+        assert!(validate(&with("*/15 1-5,22 1 */2 0-6", None, None)).is_ok());
+        for bad in
+            ["0 3 * *", "60 3 * * *", "0 24 * * *", "0 3 0 * *", "0 3 * 13 *", "0 3 * * 8", "a b c d e", "*/0 * * * *"]
+        {
+            assert_eq!(field_of(validate(&with(bad, None, None)).unwrap_err()), "spec.backup.schedule", "{bad}");
+        }
+        for bad in ["7", "7w", "d", "-1d", "0d"] {
+            assert_eq!(
+                field_of(validate(&with("0 3 * * *", Some(bad), None)).unwrap_err()),
+                "spec.backup.retention.maxAge",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            field_of(validate(&with("0 3 * * *", None, Some(0))).unwrap_err()),
+            "spec.backup.retention.keepLast"
+        );
+    }
+
+    #[test]
+    fn ages_parse_to_seconds() {
+        assert_eq!(parse_age("30s"), Some(30));
+        assert_eq!(parse_age("15m"), Some(900));
+        assert_eq!(parse_age("36h"), Some(129_600));
+        assert_eq!(parse_age("7d"), Some(604_800));
+        assert_eq!(parse_age("7"), None);
+    }
+
+    #[test]
+    fn restores_are_checked_and_errors_name_the_target_fields() {
+        use crate::api::{RestoreLocation, RestoreTarget};
+        let restore = MySQLRestoreSpec {
+            backup_name: Some("b".into()),
+            location: None,
+            point_in_time: Some("2026-01-31T12:00:00Z".into()),
+            target: RestoreTarget { name: "copy".into(), spec: spec() },
+        };
+        assert_eq!(validate_restore(&restore).unwrap().spec, spec());
+        let bad_time = MySQLRestoreSpec { point_in_time: Some("yesterday".into()), ..restore.clone() };
+        assert_eq!(field_of(validate_restore(&bad_time).unwrap_err()), "spec.pointInTime");
+        let both = MySQLRestoreSpec {
+            location: Some(RestoreLocation { store: location(), key: "k".into() }),
+            ..restore.clone()
+        };
+        assert_eq!(field_of(validate_restore(&both).unwrap_err()), "spec.backupName");
+        let neither = MySQLRestoreSpec { backup_name: None, ..restore.clone() };
+        assert_eq!(field_of(validate_restore(&neither).unwrap_err()), "spec.backupName");
+        let explicit = MySQLRestoreSpec {
+            backup_name: None,
+            location: Some(RestoreLocation { store: location(), key: String::new() }),
+            ..restore.clone()
+        };
+        assert_eq!(field_of(validate_restore(&explicit).unwrap_err()), "spec.location.key");
+        let bad_target = MySQLRestoreSpec {
+            target: RestoreTarget { name: "copy".into(), spec: MySQLClusterSpec { replicas: 2, ..spec() } },
+            ..restore.clone()
+        };
+        assert_eq!(field_of(validate_restore(&bad_target).unwrap_err()), "spec.target.spec.replicas");
+        let long_name =
+            MySQLRestoreSpec { target: RestoreTarget { name: "x".repeat(53), spec: spec() }, ..restore.clone() };
+        assert_eq!(field_of(validate_restore(&long_name).unwrap_err()), "spec.target.name");
+    }
+
+    #[test]
+    fn backups_are_checked() {
+        assert!(validate_backup(&MySQLBackupSpec { cluster_name: "db".into(), location: None }).is_ok());
+        let e = validate_backup(&MySQLBackupSpec { cluster_name: String::new(), location: None }).unwrap_err();
+        assert_eq!(field_of(e), "spec.clusterName");
+        let mut l = location();
+        l.bucket.clear();
+        let e = validate_backup(&MySQLBackupSpec { cluster_name: "db".into(), location: Some(l) }).unwrap_err();
+        assert_eq!(field_of(e), "spec.location.bucket");
+    }
+
+    #[test]
+    fn names_and_downgrades() {
+        assert!(validate_name("db").is_ok());
+        assert_eq!(field_of(validate_name(&"a".repeat(53)).unwrap_err()), "metadata.name");
+        let v = |s| Version::parse(s).unwrap();
+        assert!(check_version_change(Flavor::Mariadb, "10.6.1", &v("10.11")).is_ok());
+        assert!(check_version_change(Flavor::Mariadb, "10.11.6", &v("10.11")).is_ok());
+        let e = check_version_change(Flavor::Mariadb, "11.4", &v("10.11")).unwrap_err();
+        assert!(e.to_string().contains("downgrading"), "{e}");
+        assert_eq!(field_of(e), "spec.version");
+    }
+}

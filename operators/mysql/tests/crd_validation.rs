@@ -1,0 +1,189 @@
+//! The CRDs installed into a real kube-apiserver reject invalid objects with a message that
+//! names the field, and accept valid ones. Schema and CEL rules are the API server's job, so
+//! only a real one shows that they work (the CEL expressions compile, cost limits hold).
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use statecraft_mysql::MysqlOperator;
+use statecraft_mysql::api::{MySQLBackup, MySQLCluster, MySQLRestore};
+use statecraft_mysql::build::Names;
+use statecraft_mysql::build::config::config_map;
+use statecraft_mysql::build::pdb::pdb;
+use statecraft_mysql::build::secret::{Passwords, secret};
+use statecraft_mysql::build::services::{headless_service, read_only_service, read_write_service};
+use statecraft_mysql::build::statefulset::statefulset;
+use statecraft_mysql::validate::validate;
+use statecraft_shared::runner::Operator;
+use statecraft_shared::testing::apiserver::ApiServer;
+
+type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+const NS: &str = "crd";
+
+async fn install(client: &Client) -> TestResult {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in MysqlOperator::crds() {
+        crds.create(&PostParams::default(), &crd).await?;
+    }
+    let ns = Namespace { metadata: ObjectMeta { name: Some(NS.into()), ..Default::default() }, ..Default::default() };
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
+    // Established, and served: a list succeeds for every kind.
+    let started = Instant::now();
+    loop {
+        let ok = Api::<MySQLCluster>::namespaced(client.clone(), NS).list(&Default::default()).await.is_ok()
+            && Api::<MySQLBackup>::namespaced(client.clone(), NS).list(&Default::default()).await.is_ok()
+            && Api::<MySQLRestore>::namespaced(client.clone(), NS).list(&Default::default()).await.is_ok();
+        if ok {
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            return Err("the CRDs were not served within 30 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn cluster(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "mysql.statecraft.io/v1alpha1",
+        "kind": "MySQLCluster",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+fn valid_spec() -> Value {
+    json!({"flavor": "mariadb", "version": "10.11", "replicas": 3, "storage": {"size": "1Gi"}})
+}
+
+fn with(mut spec: Value, key: &str, value: Value) -> Value {
+    spec[key] = value;
+    spec
+}
+
+/// Creates `object` as raw JSON (invalid objects must reach the server, so they do not go
+/// through the typed structs); returns the API server's error text, or None when accepted.
+async fn create<K: kube::Resource<DynamicType = ()> + Clone>(api: &Api<K>, object: Value) -> Option<String> {
+    let resource = ApiResource::erase::<K>(&());
+    let dynamic: Api<DynamicObject> =
+        Api::namespaced_with(api.clone().into_client(), api.namespace().unwrap_or(NS), &resource);
+    let object: DynamicObject = serde_json::from_value(object).expect("test objects are objects");
+    dynamic.create(&PostParams::default(), &object).await.err().map(|e| e.to_string())
+}
+
+async fn patch_spec(api: &Api<MySQLCluster>, name: &str, spec: Value) -> Option<String> {
+    api.patch(name, &PatchParams::default(), &Patch::Merge(json!({"spec": spec}))).await.err().map(|e| e.to_string())
+}
+
+fn assert_rejected(result: Option<String>, field: &str) {
+    let message = result.unwrap_or_else(|| panic!("accepted, but should be rejected naming {field}"));
+    assert!(message.contains(field), "the rejection should name {field}: {message}");
+}
+
+/// One API server for both halves (schema and CEL rules; the builders' objects): starting
+/// one costs seconds.
+#[tokio::test]
+async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -> TestResult {
+    let server = ApiServer::start().await?;
+    let client = server.client().await?;
+    install(&client).await?;
+    let clusters: Api<MySQLCluster> = Api::namespaced(client.clone(), NS);
+
+    // A valid cluster is accepted, with defaults filled in.
+    assert_eq!(create(&clusters, cluster("ok", valid_spec())).await, None);
+    let ok = clusters.get("ok").await?;
+    assert!(ok.spec.semi_sync.enabled);
+    for n in [1, 5] {
+        assert_eq!(create(&clusters, cluster(&format!("ok{n}"), with(valid_spec(), "replicas", json!(n)))).await, None);
+    }
+
+    // Replicas: odd and at most 5.
+    for n in [2, 4, 7, 0] {
+        let result = create(&clusters, cluster(&format!("r{n}"), with(valid_spec(), "replicas", json!(n)))).await;
+        assert_rejected(result, "spec.replicas");
+    }
+    // Unknown flavor, bad storage size.
+    assert_rejected(
+        create(&clusters, cluster("f", with(valid_spec(), "flavor", json!("postgres")))).await,
+        "spec.flavor",
+    );
+    let bad_size = with(valid_spec(), "storage", json!({"size": "lots"}));
+    assert_rejected(create(&clusters, cluster("s", bad_size)).await, "spec.storage.size");
+
+    assert_rejected(
+        create(&clusters, cluster("v", with(valid_spec(), "version", json!("latest")))).await,
+        "spec.version",
+    );
+    let backup_policy = json!({
+        "schedule": "0 3 * * *",
+        "retention": {"maxAge": "7w"},
+        "location": {"bucket": "x", "credentialsSecret": {"name": "s3"}},
+    });
+    let bad_age = with(valid_spec(), "backup", backup_policy);
+    assert_rejected(create(&clusters, cluster("a", bad_age)).await, "spec.backup.retention.maxAge");
+
+    // Immutable fields; scaling is allowed.
+    assert_rejected(patch_spec(&clusters, "ok", json!({"flavor": "mysql"})).await, "spec.flavor");
+    assert_rejected(patch_spec(&clusters, "ok", json!({"storage": {"size": "2Gi"}})).await, "spec.storage.size");
+    assert_rejected(
+        patch_spec(&clusters, "ok", json!({"storage": {"size": "1Gi", "storageClassName": "fast"}})).await,
+        "spec.storage.storageClassName",
+    );
+    assert_eq!(patch_spec(&clusters, "ok", json!({"replicas": 5})).await, None);
+    assert_rejected(patch_spec(&clusters, "ok", json!({"replicas": 6})).await, "spec.replicas");
+
+    // Backups: valid, and immutable.
+    let backups: Api<MySQLBackup> = Api::namespaced(client.clone(), NS);
+    let backup = json!({
+        "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLBackup",
+        "metadata": {"name": "b"}, "spec": {"clusterName": "ok"},
+    });
+    assert_eq!(create(&backups, backup).await, None);
+    let changed = backups
+        .patch("b", &PatchParams::default(), &Patch::Merge(json!({"spec": {"clusterName": "other"}})))
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert_rejected(changed, "immutable");
+
+    // Restores: exactly one source.
+    let restores: Api<MySQLRestore> = Api::namespaced(client.clone(), NS);
+    let restore = |name: &str, source: Value| {
+        let mut spec = json!({"target": {"name": "copy", "spec": valid_spec()}, "pointInTime": "2026-01-31T12:00:00Z"});
+        for (k, v) in source.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        json!({"apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLRestore", "metadata": {"name": name}, "spec": spec})
+    };
+    assert_eq!(create(&restores, restore("r1", json!({"backupName": "b"}))).await, None);
+    let location = json!({"store": {"bucket": "x", "credentialsSecret": {"name": "s3"}}, "key": "b.sql.gz"});
+    assert_rejected(
+        create(&restores, restore("r2", json!({"backupName": "b", "location": location}))).await,
+        "spec.backupName",
+    );
+    assert_rejected(create(&restores, restore("r3", json!({}))).await, "spec.backupName");
+
+    // The built objects of a valid cluster are accepted as they are.
+    let valid = validate(&clusters.get("ok").await?.spec)?;
+    let names = Names::new("ok", NS);
+    let pp = PostParams::default();
+    let passwords = Passwords::generate(&mut rand::rng());
+    Api::<StatefulSet>::namespaced(client.clone(), NS).create(&pp, &statefulset(&valid, &names)).await?;
+    let services: Api<Service> = Api::namespaced(client.clone(), NS);
+    for svc in [headless_service(&names), read_write_service(&valid, &names), read_only_service(&valid, &names)] {
+        services.create(&pp, &svc).await?;
+    }
+    Api::<ConfigMap>::namespaced(client.clone(), NS).create(&pp, &config_map(&valid, &names)).await?;
+    let stored = Api::<Secret>::namespaced(client.clone(), NS).create(&pp, &secret(&names, &passwords)).await?;
+    assert_eq!(Passwords::from_secret(&stored), Some(passwords));
+    Api::<PodDisruptionBudget>::namespaced(client.clone(), NS).create(&pp, &pdb(&names)).await?;
+    Ok(())
+}

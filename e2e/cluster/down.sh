@@ -48,7 +48,7 @@ stop etcd
 
 log "removing mounts, network and rules"
 # Mounts below our directories, deepest first.
-awk '{print $2}' /proc/mounts | grep -E "^($CLUSTER_DIR|$CLUSTER_RUN|/run/netns/cni-|/var/run/netns/cni-)" | sort -r |
+{ awk '{print $2}' /proc/mounts | grep -E "^($CLUSTER_DIR|$CLUSTER_RUN|/run/netns/cni-|/var/run/netns/cni-)" || true; } | sort -r |
   while read -r m; do umount -l "$m" 2>/dev/null || true; done
 rm -f /run/netns/cni-* 2>/dev/null || true
 

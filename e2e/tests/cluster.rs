@@ -375,7 +375,7 @@ async fn cluster_mariadb_statefulset_of_three_serves_queries_from_its_volumes() 
         }),
     )
     .await?;
-    let init = "[ -d /var/lib/mysql/mysql ] || mariadb-install-db --datadir=/var/lib/mysql --skip-test-db >/dev/null; \
+    let init = "[ -d /var/lib/mysql/mysql ] || mariadb-install-db --user=mysql --datadir=/var/lib/mysql --skip-test-db >/dev/null; \
                 exec mariadbd --datadir=/var/lib/mysql --socket=/var/lib/mysql/mysqld.sock";
     let sets: Api<StatefulSet> = Api::namespaced(cluster.client.clone(), &ns.name);
     let started = std::time::Instant::now();
@@ -387,6 +387,13 @@ async fn cluster_mariadb_statefulset_of_three_serves_queries_from_its_volumes() 
             "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
                 "terminationGracePeriodSeconds": 5,
                 "securityContext": {"fsGroup": 999},
+                // The controller-manager's host-path provisioner makes each volume a
+                // root-owned 0750 directory and ignores fsGroup (kind's local-path
+                // provisioner makes it 0777), so a root init container hands it to mysql.
+                "initContainers": [{"name": "chown", "image": image, "imagePullPolicy": "IfNotPresent",
+                    "command": ["chown", "999:999", "/var/lib/mysql"],
+                    "securityContext": {"runAsUser": 0},
+                    "volumeMounts": [{"name": "data", "mountPath": "/var/lib/mysql"}]}],
                 "containers": [{"name": "mariadb", "image": image, "imagePullPolicy": "IfNotPresent",
                     "command": ["sh", "-c", init],
                     "readinessProbe": {"exec": {"command": ["mariadb-admin", "--socket=/var/lib/mysql/mysqld.sock", "ping"]}, "periodSeconds": 1},

@@ -52,6 +52,39 @@ fn probe(path: &str) -> Probe {
     }
 }
 
+/// The container security context every Statecraft workload runs with: no privilege
+/// escalation, a read-only root filesystem, non-root, no capabilities.
+pub fn restricted_container() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// Prefers to put the pods selected by `labels` on different nodes, so that losing one
+/// node loses one replica. Preferred rather than required, so that a single-node cluster
+/// still runs every replica.
+pub fn spread_over_nodes(labels: &BTreeMap<String, String>) -> Affinity {
+    let term = WeightedPodAffinityTerm {
+        weight: 100,
+        pod_affinity_term: PodAffinityTerm {
+            label_selector: Some(LabelSelector { match_labels: Some(labels.clone()), ..Default::default() }),
+            topology_key: "kubernetes.io/hostname".into(),
+            ..Default::default()
+        },
+    };
+    Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![term]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// The operator's Deployment in `namespace`, running `image` as service account `name`.
 pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
     let labels = BTreeMap::from([
@@ -82,22 +115,8 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
             limits: Some(BTreeMap::from([("memory".to_string(), Quantity("256Mi".into()))])),
             ..Default::default()
         }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() }),
-            ..Default::default()
-        }),
+        security_context: Some(restricted_container()),
         ..Default::default()
-    };
-    let spread = WeightedPodAffinityTerm {
-        weight: 100,
-        pod_affinity_term: PodAffinityTerm {
-            label_selector: Some(LabelSelector { match_labels: Some(labels.clone()), ..Default::default() }),
-            topology_key: "kubernetes.io/hostname".into(),
-            ..Default::default()
-        },
     };
     Deployment {
         metadata: ObjectMeta {
@@ -110,7 +129,7 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
             replicas: Some(2),
             selector: LabelSelector { match_labels: Some(labels.clone()), ..Default::default() },
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels), ..Default::default() }),
+                metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..Default::default() }),
                 spec: Some(PodSpec {
                     service_account_name: Some(name.into()),
                     containers: vec![container],
@@ -122,13 +141,7 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
                         seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
                         ..Default::default()
                     }),
-                    affinity: Some(Affinity {
-                        pod_anti_affinity: Some(PodAntiAffinity {
-                            preferred_during_scheduling_ignored_during_execution: Some(vec![spread]),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
+                    affinity: Some(spread_over_nodes(&labels)),
                     ..Default::default()
                 }),
             },

@@ -4,10 +4,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    Affinity, Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, ExecAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodAffinityTerm,
-    PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, SecurityContext, Volume,
-    VolumeMount, VolumeResourceRequirements, WeightedPodAffinityTerm,
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
+    ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, SeccompProfile, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -15,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use super::config::{ALIVE_SH, CONFIG_DIR, DATA_MOUNT, READY_SH, RUN_DIR, START_SH, config_path, my_cnf};
 use super::{MYSQL_PORT, Names, content_hash};
 use crate::validate::ValidSpec;
+use statecraft_shared::deploy::{restricted_container, spread_over_nodes};
 
 /// The uid and gid of `mysql` in the server images.
 pub const MYSQL_UID: i64 = 999;
@@ -92,23 +92,8 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             mount("run", RUN_DIR, false),
             mount("tmp", "/tmp", false),
         ]),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() }),
-            ..Default::default()
-        }),
+        security_context: Some(restricted_container()),
         ..Default::default()
-    };
-
-    let spread = WeightedPodAffinityTerm {
-        weight: 100,
-        pod_affinity_term: PodAffinityTerm {
-            label_selector: Some(LabelSelector { match_labels: Some(selector.clone()), ..Default::default() }),
-            topology_key: "kubernetes.io/hostname".into(),
-            ..Default::default()
-        },
     };
 
     let empty_dir = |name: &str| Volume {
@@ -129,13 +114,7 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
             ..Default::default()
         }),
-        affinity: Some(Affinity {
-            pod_anti_affinity: Some(PodAntiAffinity {
-                preferred_during_scheduling_ignored_during_execution: Some(vec![spread]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
+        affinity: Some(spread_over_nodes(&selector)),
         volumes: Some(vec![
             Volume {
                 name: "config".into(),

@@ -140,7 +140,7 @@ run "$TOOLS_IMAGE" tools sh -c 'mariadb --version && etcdctl version && dig -v &
 ok "tools"
 
 log "operators"
-for img in "$STATECRAFT_MYSQL_IMAGE" "$STATECRAFT_ETCD_IMAGE" "$STATECRAFT_KAFKA_IMAGE"; do
+for img in "$STATECRAFT_MYSQL_IMAGE" "$STATECRAFT_ETCD_IMAGE" "$STATECRAFT_KAFKA_IMAGE" "$STATECRAFT_ECHO_IMAGE"; do
   bin="${img##*/}"; bin="${bin%%:*}"
   run "$img" "$bin-help" "/usr/local/bin/$bin" --help
   run "$img" "$bin-rbac" "/usr/local/bin/$bin" rbac --namespace imgtest | grep -q 'kind: Role' || fail "$bin rbac"

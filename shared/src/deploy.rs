@@ -29,7 +29,9 @@ pub fn default_image(name: &str) -> Option<&'static str> {
 const METRICS_PORT: i32 = 8080;
 const HEALTH_PORT: i32 = 8081;
 
-fn field_env(name: &str, path: &str) -> EnvVar {
+/// An environment variable set from a field of the pod (the downward API), such as
+/// `metadata.name` or `metadata.namespace`.
+pub fn field_env(name: &str, path: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
         value_from: Some(EnvVarSource {

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, SeccompProfile, Volume, VolumeMount, VolumeResourceRequirements,
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, Volume,
+    VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use super::config::{ALIVE_SH, CONFIG_DIR, DATA_MOUNT, READY_SH, RUN_DIR, START_SH, config_path, my_cnf};
 use super::{MYSQL_PORT, Names, content_hash};
 use crate::validate::ValidSpec;
-use statecraft_shared::deploy::{restricted_container, spread_over_nodes};
+use statecraft_shared::deploy::{field_env, restricted_container, spread_over_nodes};
 
 /// The uid and gid of `mysql` in the server images.
 pub const MYSQL_UID: i64 = 999;
@@ -31,17 +31,6 @@ pub const DATA_VOLUME: &str = "data";
 /// primary, a higher ordinal, is created — OrderedReady would deadlock the cluster. The
 /// operator, not the StatefulSet, decides roles and order.
 pub const POD_MANAGEMENT_POLICY: &str = "Parallel";
-
-fn field_env(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 fn exec_probe(script: &str, period: i32, timeout: i32, failures: i32) -> Probe {
     Probe {

@@ -189,6 +189,26 @@ async fn install_rbac(server: &ApiServer, client: &Client, ns: &str) -> TestResu
     Ok(server.kubeconfig_as(&format!("system:serviceaccount:{ns}:statecraft-echo"), &["system:serviceaccounts"])?)
 }
 
+/// What the tests that run the echo operator start from: a real API server, namespace
+/// `ns` with the echo CRD and the operator's rendered RBAC, a kubeconfig of the operator's
+/// service account, and a directory for the operators' logs.
+struct EchoSetup {
+    server: ApiServer,
+    admin: Client,
+    kubeconfig: PathBuf,
+    logs: PathBuf,
+}
+
+async fn echo_setup(ns: &str) -> TestResult<EchoSetup> {
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    namespace(&admin, ns).await?;
+    install_crd(&admin).await?;
+    let kubeconfig = install_rbac(&server, &admin, ns).await?;
+    let logs = log_dir(ns)?;
+    Ok(EchoSetup { server, admin, kubeconfig, logs })
+}
+
 /// Starts one echo operator replica, configured through environment variables as the
 /// Deployment does.
 fn start_operator(kubeconfig: &Path, ns: &str, identity: &str, log: &Path) -> TestResult<Child> {
@@ -251,13 +271,8 @@ async fn lease_holder(leases: &Api<Lease>) -> Option<String> {
 
 #[tokio::test]
 async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestResult {
-    let server = ApiServer::start().await?;
-    let admin = server.client().await?;
     let ns = "leader";
-    namespace(&admin, ns).await?;
-    install_crd(&admin).await?;
-    let kubeconfig = install_rbac(&server, &admin, ns).await?;
-    let logs = log_dir(ns)?;
+    let EchoSetup { server, admin, kubeconfig, logs } = echo_setup(ns).await?;
 
     let mut first = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
     // Let op-a take the lease before op-b starts, so the roles are known.
@@ -318,13 +333,8 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestRe
 
 #[tokio::test]
 async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestResult {
-    let server = ApiServer::start().await?;
-    let admin = server.client().await?;
     let ns = "graceful";
-    namespace(&admin, ns).await?;
-    install_crd(&admin).await?;
-    let kubeconfig = install_rbac(&server, &admin, ns).await?;
-    let logs = log_dir(ns)?;
+    let EchoSetup { server, admin, kubeconfig, logs } = echo_setup(ns).await?;
     let mut op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
     let echoes = echo_api(&admin, ns);
     echoes.create(&PostParams::default(), &echo("e", "hi")?).await?;
@@ -378,13 +388,8 @@ async fn sigterm_releases_the_lease_and_steady_state_writes_nothing() -> TestRes
 
 #[tokio::test]
 async fn invalid_spec_is_reported_in_status_and_as_a_warning_event() -> TestResult {
-    let server = ApiServer::start().await?;
-    let admin = server.client().await?;
     let ns = "invalid";
-    namespace(&admin, ns).await?;
-    install_crd(&admin).await?;
-    let kubeconfig = install_rbac(&server, &admin, ns).await?;
-    let logs = log_dir(ns)?;
+    let EchoSetup { server: _server, admin, kubeconfig, logs } = echo_setup(ns).await?;
     let _op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
     let echoes = echo_api(&admin, ns);
     echoes.create(&PostParams::default(), &echo("bad", "")?).await?;
@@ -455,13 +460,8 @@ async fn finalizer_runs_cleanup_before_the_object_goes() -> TestResult {
 
 #[tokio::test]
 async fn an_operator_whose_lease_is_taken_stops_at_once() -> TestResult {
-    let server = ApiServer::start().await?;
-    let admin = server.client().await?;
     let ns = "stolen";
-    namespace(&admin, ns).await?;
-    install_crd(&admin).await?;
-    let kubeconfig = install_rbac(&server, &admin, ns).await?;
-    let logs = log_dir(ns)?;
+    let EchoSetup { server: _server, admin, kubeconfig, logs } = echo_setup(ns).await?;
     let mut op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
     let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
     eventually(Duration::from_secs(60), "op-a to hold the lease", || async {

@@ -73,6 +73,8 @@ pub struct ReplicaStatusColumns {
     pub lag_seconds: &'static str,
     /// Host replicated from.
     pub source_host: &'static str,
+    /// Port replicated from.
+    pub source_port: &'static str,
     /// Last receiver error.
     pub last_io_error: &'static str,
     /// Last applier error.
@@ -167,15 +169,61 @@ pub trait FlavorSql: Send + Sync {
         format!("SET GLOBAL {} = ON", self.read_only_variable())
     }
 
-    /// Creates `user`@`%` with `password` if it does not exist (idempotent).
-    fn create_user(&self, user: &str, password: &str) -> SecretSql {
-        SecretSql(format!("CREATE USER IF NOT EXISTS {}@'%' IDENTIFIED BY {}", quote(user), quote(password)))
+    /// Statement taking from `account` (quoted `'user'@'host'`) the right to write while the
+    /// server is read-only, where the flavor grants it with ALL PRIVILEGES (MariaDB's
+    /// READ_ONLY ADMIN). MySQL's `super_read_only` stops every account, so it needs none.
+    fn revoke_read_only_bypass(&self, _account: &str) -> Option<String> {
+        None
     }
+}
 
-    /// Grants `user`@`%` what a replica's connection to its source needs (idempotent).
-    fn grant_replication(&self, user: &str) -> String {
-        format!("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {}@'%'", quote(user))
+/// The account the operator uses (all privileges, from any host).
+pub const OPERATOR_USER: &str = "statecraft";
+/// The account replicas use to connect to their source.
+pub const REPLICATION_USER: &str = "repl";
+/// The administrator account offered to users through the Services.
+pub const ROOT_USER: &str = "root";
+
+/// Passwords of the accounts every server has. `Debug` is redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccountPasswords<'a> {
+    /// [`OPERATOR_USER`].
+    pub operator: &'a str,
+    /// [`REPLICATION_USER`].
+    pub replication: &'a str,
+    /// [`ROOT_USER`] from any host.
+    pub root: &'a str,
+}
+
+impl fmt::Debug for AccountPasswords<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccountPasswords(<redacted>)")
     }
+}
+
+/// The server's init file (`--init-file`), run at every start before clients are accepted:
+/// creates the accounts or resets their passwords to the given ones. It writes nothing to the
+/// binary log (`sql_log_bin = 0`), so no server gets a transaction of its own that the others
+/// lack (an errant GTID). One statement a line, as the server reads it. Accounts reachable
+/// from the network lose the right to write on a read-only server, so a client of the
+/// read-only Service cannot create errant transactions.
+pub fn accounts_init_sql(flavor: &dyn FlavorSql, p: &AccountPasswords<'_>) -> SecretSql {
+    let mut lines = vec!["SET SESSION sql_log_bin = 0;".to_string()];
+    for (user, password, grants) in [
+        (OPERATOR_USER, p.operator, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION"),
+        (REPLICATION_USER, p.replication, "REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {u}"),
+        (ROOT_USER, p.root, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION"),
+    ] {
+        let u = format!("{}@'%'", quote(user));
+        lines.push(format!("CREATE USER IF NOT EXISTS {u} IDENTIFIED BY {};", quote(password)));
+        lines.push(format!("ALTER USER {u} IDENTIFIED BY {};", quote(password)));
+        lines.push(format!("GRANT {};", grants.replace("{u}", &u)));
+        if let Some(revoke) = flavor.revoke_read_only_bypass(&u) {
+            lines.push(format!("{revoke};"));
+        }
+    }
+    lines.push("FLUSH PRIVILEGES;".into());
+    SecretSql(lines.join("\n") + "\n")
 }
 
 /// The trait object of `flavor`.
@@ -288,6 +336,7 @@ impl FlavorSql for MariaDb {
             sql_running: "Slave_SQL_Running",
             lag_seconds: "Seconds_Behind_Master",
             source_host: "Master_Host",
+            source_port: "Master_Port",
             last_io_error: "Last_IO_Error",
             last_sql_error: "Last_SQL_Error",
             retrieved_gtids: "Gtid_IO_Pos",
@@ -295,6 +344,9 @@ impl FlavorSql for MariaDb {
     }
     fn wait_for_gtids(&self, gtids: &str, timeout_seconds: u32) -> String {
         format!("SELECT MASTER_GTID_WAIT({}, {timeout_seconds})", quote(gtids))
+    }
+    fn revoke_read_only_bypass(&self, account: &str) -> Option<String> {
+        Some(format!("REVOKE READ_ONLY ADMIN ON *.* FROM {account}"))
     }
 }
 
@@ -392,6 +444,7 @@ impl FlavorSql for MySql {
             sql_running: "Replica_SQL_Running",
             lag_seconds: "Seconds_Behind_Source",
             source_host: "Source_Host",
+            source_port: "Source_Port",
             last_io_error: "Last_IO_Error",
             last_sql_error: "Last_SQL_Error",
             retrieved_gtids: "Retrieved_Gtid_Set",
@@ -534,13 +587,18 @@ mod tests {
 
     #[test]
     fn accounts_are_created_idempotently_and_redacted() {
-        let create = sql(Flavor::Mariadb).create_user("repl", "pw'x");
-        assert_eq!(create.expose(), "CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'pw''x'");
-        assert!(!format!("{create:?}").contains("pw"));
-        assert_eq!(
-            sql(Flavor::Mysql).grant_replication("repl"),
-            "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%'"
-        );
+        let p = AccountPasswords { operator: "op", replication: "pw'x", root: "rt" };
+        let maria = accounts_init_sql(sql(Flavor::Mariadb), &p);
+        let lines: Vec<&str> = maria.expose().lines().collect();
+        assert_eq!(lines[0], "SET SESSION sql_log_bin = 0;", "nothing reaches the binary log");
+        assert!(lines.contains(&"CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'pw''x';"));
+        assert!(lines.contains(&"ALTER USER 'repl'@'%' IDENTIFIED BY 'pw''x';"));
+        assert!(lines.contains(&"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%';"));
+        assert!(lines.contains(&"REVOKE READ_ONLY ADMIN ON *.* FROM 'root'@'%';"));
+        assert!(lines.iter().all(|l| l.ends_with(';')), "one statement a line");
+        assert!(!format!("{maria:?} {maria} {p:?}").contains("pw"));
+        let mysql = accounts_init_sql(sql(Flavor::Mysql), &p);
+        assert!(!mysql.expose().contains("READ_ONLY ADMIN"), "super_read_only stops every account");
     }
 
     #[test]

@@ -22,6 +22,7 @@
 
 pub mod api;
 pub mod build;
+pub mod clustering;
 pub mod flavor;
 pub mod image;
 pub mod validate;

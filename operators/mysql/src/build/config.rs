@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{MYSQL_PORT, Names};
-use crate::flavor::{FlavorSql, sql};
+use crate::flavor::{AccountPasswords, FlavorSql, accounts_init_sql, sql};
 use crate::validate::ValidSpec;
 
 /// Where the ConfigMap is mounted.
@@ -21,6 +21,15 @@ pub const DATA_DIR: &str = "/var/lib/mysql/data";
 pub const RUN_DIR: &str = "/run/mysqld";
 /// The server's Unix socket.
 pub const SOCKET: &str = "/run/mysqld/mysqld.sock";
+/// The init file start.sh writes for the server (accounts); in the run directory, an
+/// emptyDir that never reaches the volume.
+pub const INIT_FILE: &str = "/run/mysqld/init.sql";
+/// Environment variables with the accounts' passwords (from the Secret).
+pub const OPERATOR_PASSWORD_ENV: &str = "OPERATOR_PASSWORD";
+/// See [`OPERATOR_PASSWORD_ENV`].
+pub const REPLICATION_PASSWORD_ENV: &str = "REPLICATION_PASSWORD";
+/// See [`OPERATOR_PASSWORD_ENV`].
+pub const ROOT_PASSWORD_ENV: &str = "ROOT_PASSWORD";
 /// server_id of the pod of ordinal n is `SERVER_ID_BASE + n` (0 is not a valid id).
 pub const SERVER_ID_BASE: u32 = 100;
 /// A replica lagging more than this many seconds is not ready.
@@ -94,7 +103,8 @@ pub fn client_cnf(flavor: &dyn FlavorSql) -> String {
 
 /// The container's command: initialise the data directory when it does not exist (into a
 /// temporary directory renamed when complete, so an interrupted initialisation is redone),
-/// derive server_id from the pod's ordinal, and exec the server.
+/// derive server_id from the pod's ordinal, write the accounts' init file from the
+/// passwords in the environment, and exec the server.
 pub fn start_sh(flavor: &dyn FlavorSql) -> String {
     format!(
         r#"#!/bin/sh
@@ -115,11 +125,25 @@ if [ ! -d "$DATADIR" ]; then
   {init}
   mv "$INITDIR" "$DATADIR"
 fi
-exec {server} --defaults-file="$CNF" --server-id="$server_id" --report-host="$POD_NAME.$HEADLESS_SERVICE.$POD_NAMESPACE.svc"
+# The accounts, from the Secret's passwords in the environment; never in the binary log.
+umask 077
+cat > {init_file} <<EOF
+{accounts}EOF
+exec {server} --defaults-file="$CNF" --server-id="$server_id" --report-host="$POD_NAME.$HEADLESS_SERVICE.$POD_NAMESPACE.svc" --init-file={init_file}
 "#,
         cnf = config_path(MY_CNF),
         init = flavor.init_data_dir_command(),
         server = flavor.server_binary(),
+        init_file = INIT_FILE,
+        accounts = accounts_init_sql(
+            flavor,
+            &AccountPasswords {
+                operator: &format!("${{{OPERATOR_PASSWORD_ENV}}}"),
+                replication: &format!("${{{REPLICATION_PASSWORD_ENV}}}"),
+                root: &format!("${{{ROOT_PASSWORD_ENV}}}"),
+            }
+        )
+        .expose(),
     )
 }
 
@@ -403,7 +427,10 @@ mod tests {
         );
         fake("mariadbd", &format!("echo \"server $*\" >> {}", log.display()));
         let data = dir.join("data");
-        let script = start_sh(sql(Flavor::Mariadb)).replace(DATA_DIR, &data.display().to_string());
+        let init_file = dir.join("init.sql");
+        let script = start_sh(sql(Flavor::Mariadb))
+            .replace(DATA_DIR, &data.display().to_string())
+            .replace(INIT_FILE, &init_file.display().to_string());
         let run = || {
             std::process::Command::new("sh")
                 .arg("-c")
@@ -412,6 +439,9 @@ mod tests {
                 .env("POD_NAME", "db-2")
                 .env("POD_NAMESPACE", "ns")
                 .env("HEADLESS_SERVICE", "db-hl")
+                .env("OPERATOR_PASSWORD", "opPW1")
+                .env("REPLICATION_PASSWORD", "replPW2")
+                .env("ROOT_PASSWORD", "rootPW3")
                 .output()
         };
         let Ok(first) = run() else { return }; // no shell here
@@ -426,9 +456,21 @@ mod tests {
         for server in &lines[1..] {
             assert_eq!(
                 *server,
-                "server --defaults-file=/etc/statecraft/my.cnf --server-id=102 --report-host=db-2.db-hl.ns.svc"
+                format!(
+                    "server --defaults-file=/etc/statecraft/my.cnf --server-id=102 --report-host=db-2.db-hl.ns.svc \
+                     --init-file={}",
+                    init_file.display()
+                )
             );
         }
+        // The init file has the passwords from the environment, and only its owner reads it.
+        let init = std::fs::read_to_string(&init_file).unwrap();
+        let expected = crate::flavor::accounts_init_sql(
+            sql(Flavor::Mariadb),
+            &AccountPasswords { operator: "opPW1", replication: "replPW2", root: "rootPW3" },
+        );
+        assert_eq!(init, expected.expose());
+        assert_eq!(std::fs::metadata(&init_file).unwrap().permissions().mode() & 0o077, 0);
         let bad = std::process::Command::new("sh").arg("-c").arg(&script).env("POD_NAME", "nope").output().unwrap();
         assert!(!bad.status.success(), "a pod name without an ordinal is refused");
         let _ = std::fs::remove_dir_all(&dir);

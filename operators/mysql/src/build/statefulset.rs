@@ -4,14 +4,18 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    SeccompProfile, SecretKeySelector, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use super::config::{ALIVE_SH, CONFIG_DIR, DATA_MOUNT, READY_SH, RUN_DIR, START_SH, config_path, my_cnf};
+use super::config::{
+    ALIVE_SH, CONFIG_DIR, DATA_MOUNT, OPERATOR_PASSWORD_ENV, READY_SH, REPLICATION_PASSWORD_ENV, ROOT_PASSWORD_ENV,
+    RUN_DIR, START_SH, config_path, my_cnf,
+};
+use super::secret::{OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
 use super::{MYSQL_PORT, Names, content_hash};
 use crate::validate::ValidSpec;
 use statecraft_shared::deploy::{field_env, restricted_container, spread_over_nodes};
@@ -42,6 +46,18 @@ fn exec_probe(script: &str, period: i32, timeout: i32, failures: i32) -> Probe {
     }
 }
 
+/// An environment variable from a key of the cluster's password Secret.
+fn secret_env(name: &str, names: &Names, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector { name: names.secret(), key: key.into(), optional: Some(false) }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount { name: name.into(), mount_path: path.into(), read_only: Some(read_only), ..Default::default() }
 }
@@ -63,6 +79,9 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             field_env("POD_NAME", "metadata.name"),
             field_env("POD_NAMESPACE", "metadata.namespace"),
             EnvVar { name: "HEADLESS_SERVICE".into(), value: Some(names.headless_service()), ..Default::default() },
+            secret_env(OPERATOR_PASSWORD_ENV, names, OPERATOR_KEY),
+            secret_env(REPLICATION_PASSWORD_ENV, names, REPLICATION_KEY),
+            secret_env(ROOT_PASSWORD_ENV, names, ROOT_KEY),
         ]),
         ports: Some(vec![ContainerPort {
             name: Some("mysql".into()),
@@ -205,7 +224,17 @@ mod tests {
         assert_eq!(exec(&c.startup_probe), ["/bin/sh", "/etc/statecraft/alive.sh"]);
         assert_eq!(c.ports.as_ref().unwrap()[0].container_port, 3306);
         let env: Vec<_> = c.env.as_ref().unwrap().iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(env, ["POD_NAME", "POD_NAMESPACE", "HEADLESS_SERVICE"]);
+        assert_eq!(
+            env,
+            [
+                "POD_NAME",
+                "POD_NAMESPACE",
+                "HEADLESS_SERVICE",
+                "OPERATOR_PASSWORD",
+                "REPLICATION_PASSWORD",
+                "ROOT_PASSWORD"
+            ]
+        );
         let mounts: Vec<_> = c.volume_mounts.as_ref().unwrap().iter().map(|m| m.mount_path.as_str()).collect();
         assert_eq!(mounts, ["/var/lib/mysql", "/etc/statecraft", "/run/mysqld", "/tmp"]);
         assert_eq!(c.security_context.as_ref().unwrap().read_only_root_filesystem, Some(true));

@@ -1,0 +1,338 @@
+//! The data plane: what the clustering task reads from and does to the servers, over
+//! `mysql_async`. Every call has a deadline (a hung server must never hang a pass), and every
+//! operation is a sequence of idempotent statements, so a retry after a crash or a timeout is
+//! safe.
+
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, OptsBuilder, Row};
+use thiserror::Error;
+use tracing::debug;
+
+use super::gtid::{GtidParseError, GtidSet};
+use super::observed::{Replication, Server, ServerState};
+use crate::flavor::{FlavorSql, OPERATOR_USER, REPLICATION_USER, ReplicationSource};
+
+/// Deadline to open a connection: short, because failover speed depends on noticing fast.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1500);
+/// Deadline of one observation of a server.
+pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a failover candidate may take to apply the transactions it received.
+pub const APPLY_TIMEOUT_SECONDS: u32 = 60;
+
+/// Accounts that are not clients: their connections survive a demotion.
+const NOT_CLIENTS: [&str; 4] = [OPERATOR_USER, REPLICATION_USER, "system user", "event_scheduler"];
+
+/// A failed data-plane call. Every one is worth retrying on the next pass.
+#[derive(Debug, Error)]
+pub enum DataPlaneError {
+    /// No connection or no answer within the deadline.
+    #[error("{endpoint}: no answer within {0:?}", .timeout)]
+    Timeout {
+        /// host:port.
+        endpoint: String,
+        /// The deadline.
+        timeout: Duration,
+    },
+    /// The server refused or failed a statement.
+    #[error("{endpoint}: {source}")]
+    Sql {
+        /// host:port.
+        endpoint: String,
+        /// The client error.
+        #[source]
+        source: mysql_async::Error,
+    },
+    /// The server answered something the operator does not understand.
+    #[error("{endpoint}: {source}")]
+    Gtid {
+        /// host:port.
+        endpoint: String,
+        /// The parse error.
+        #[source]
+        source: GtidParseError,
+    },
+    /// A wait for transactions to be applied ran out.
+    #[error("{endpoint}: did not apply {gtids} within {seconds} s")]
+    NotCaughtUp {
+        /// host:port.
+        endpoint: String,
+        /// The transactions waited for.
+        gtids: String,
+        /// The wait.
+        seconds: u32,
+    },
+}
+
+/// Where the operator reaches a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or address.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// Credentials and flavor of one cluster's data plane.
+#[derive(Clone)]
+pub struct DataPlane {
+    flavor: &'static dyn FlavorSql,
+    operator_password: String,
+    replication_password: String,
+}
+
+impl std::fmt::Debug for DataPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPlane").field("flavor", &self.flavor.flavor()).finish_non_exhaustive()
+    }
+}
+
+impl DataPlane {
+    /// A data plane for a cluster of `flavor` with the passwords of the operator's and the
+    /// replication account.
+    pub fn new(flavor: &'static dyn FlavorSql, operator_password: String, replication_password: String) -> Self {
+        DataPlane { flavor, operator_password, replication_password }
+    }
+
+    /// The flavor's SQL.
+    pub fn flavor(&self) -> &'static dyn FlavorSql {
+        self.flavor
+    }
+
+    /// Acknowledgements the primary of `replicas` servers waits for: n/2 where the flavor
+    /// can be told (MySQL), one otherwise (MariaDB); none without replicas.
+    pub fn ack_count(&self, replicas: u32) -> u32 {
+        match (replicas, self.flavor.semi_sync_wait_count_variable()) {
+            (0 | 1, _) => 0,
+            (n, Some(_)) => n / 2,
+            (_, None) => 1,
+        }
+    }
+
+    async fn connect(&self, ep: &Endpoint) -> Result<Conn, DataPlaneError> {
+        let opts = OptsBuilder::default()
+            .ip_or_hostname(ep.host.clone())
+            .tcp_port(ep.port)
+            .user(Some(OPERATOR_USER))
+            .pass(Some(self.operator_password.clone()))
+            .prefer_socket(false);
+        match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(DataPlaneError::Sql { endpoint: ep.to_string(), source: e }),
+            Err(_) => Err(DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: CONNECT_TIMEOUT }),
+        }
+    }
+
+    /// Runs `statements` in order on one connection, within `timeout`.
+    async fn run(&self, ep: &Endpoint, statements: &[String], timeout: Duration) -> Result<(), DataPlaneError> {
+        let work = async {
+            let mut conn = self.connect(ep).await?;
+            for s in statements {
+                debug!(endpoint = %ep, statement = %s, "sql");
+                conn.query_drop(s).await.map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e })?;
+            }
+            let _ = conn.disconnect().await;
+            Ok(())
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout })?
+    }
+
+    /// Reads what the decision needs from one server; an error becomes `Unreachable`.
+    pub async fn observe(&self, ep: &Endpoint) -> ServerState {
+        match tokio::time::timeout(OBSERVE_TIMEOUT, self.observe_inner(ep)).await {
+            Ok(Ok(s)) => ServerState::Up(s),
+            Ok(Err(e)) => ServerState::Unreachable(e.to_string()),
+            Err(_) => ServerState::Unreachable(format!("{ep}: no answer within {OBSERVE_TIMEOUT:?}")),
+        }
+    }
+
+    async fn observe_inner(&self, ep: &Endpoint) -> Result<Server, DataPlaneError> {
+        let f = self.flavor;
+        let sql_err = |e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e };
+        let gtid_err = |e| DataPlaneError::Gtid { endpoint: ep.to_string(), source: e };
+        let mut conn = self.connect(ep).await?;
+        let query = format!(
+            "SELECT @@GLOBAL.{}, @@GLOBAL.{}, ({})",
+            f.read_only_variable(),
+            f.semi_sync_source_enabled_variable(),
+            f.gtid_executed_query()
+        );
+        let (read_only, semi, executed): (i64, i64, Option<String>) =
+            conn.query_first(query).await.map_err(sql_err)?.unwrap_or((1, 0, None));
+        let executed = GtidSet::parse(f.flavor(), executed.as_deref().unwrap_or_default()).map_err(gtid_err)?;
+        let row: Option<Row> = conn.query_first(f.show_replica_status()).await.map_err(sql_err)?;
+        let replication = match row {
+            Some(row) => Some(self.replication_of(&row).map_err(gtid_err)?),
+            None => None,
+        };
+        let _ = conn.disconnect().await;
+        Ok(Server { read_only: read_only != 0, executed, semi_sync_source: semi != 0, replication })
+    }
+
+    fn replication_of(&self, row: &Row) -> Result<Replication, GtidParseError> {
+        let c = self.flavor.replica_status_columns();
+        let text =
+            |name: &str| -> Option<String> { row.get_opt::<Option<String>, _>(name).and_then(Result::ok).flatten() };
+        let error = [text(c.last_io_error), text(c.last_sql_error)].into_iter().flatten().find(|e| !e.is_empty());
+        Ok(Replication {
+            source_host: text(c.source_host).unwrap_or_default(),
+            source_port: text(c.source_port).and_then(|p| p.parse().ok()).unwrap_or_default(),
+            io_running: text(c.io_running).as_deref() == Some("Yes"),
+            sql_running: text(c.sql_running).as_deref() == Some("Yes"),
+            retrieved: GtidSet::parse(self.flavor.flavor(), text(c.retrieved_gtids).as_deref().unwrap_or_default())?,
+            lag_seconds: text(c.lag_seconds).and_then(|l| l.parse().ok()),
+            last_error: error,
+        })
+    }
+
+    /// Makes the server the writable primary: semi-sync's source side first (waiting for
+    /// `wait_count` acknowledgements), then writes allowed.
+    pub async fn make_writable(&self, ep: &Endpoint, semi_sync: bool, wait_count: u32) -> Result<(), DataPlaneError> {
+        self.run(ep, &self.flavor.make_writable(semi_sync, wait_count), OBSERVE_TIMEOUT).await
+    }
+
+    /// Stops writes and disconnects every client, so that none keeps writing to a server
+    /// that is no longer the primary. Commits waiting for an acknowledgement end with an
+    /// error for their client (they were never acknowledged); only then is semi-sync's
+    /// source side turned off, so nothing waiting is released as if acknowledged.
+    pub async fn demote(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
+        self.run(ep, &[self.flavor.make_read_only()], OBSERVE_TIMEOUT).await?;
+        self.kill_clients(ep).await?;
+        let off = format!("SET GLOBAL {} = OFF", self.flavor.semi_sync_source_enabled_variable());
+        self.run(ep, &[off], OBSERVE_TIMEOUT).await
+    }
+
+    /// Disconnects every client connection (not replication, not the operator).
+    pub async fn kill_clients(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
+        let work = async {
+            let mut conn = self.connect(ep).await?;
+            let users = NOT_CLIENTS.iter().map(|u| crate::flavor::quote(u)).collect::<Vec<_>>().join(", ");
+            let ids: Vec<u64> = conn
+                .query(format!(
+                    "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER NOT IN ({users}) \
+                     AND COMMAND NOT LIKE 'Binlog Dump%'"
+                ))
+                .await
+                .map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e })?;
+            for id in ids {
+                // The connection may have ended meanwhile: not an error.
+                let _ = conn.query_drop(format!("KILL CONNECTION {id}")).await;
+            }
+            let _ = conn.disconnect().await;
+            Ok(())
+        };
+        tokio::time::timeout(OBSERVE_TIMEOUT, work)
+            .await
+            .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: OBSERVE_TIMEOUT })?
+    }
+
+    /// Makes the server a read-only replica of `source` (host and port as replicas reach
+    /// it) and starts replication.
+    pub async fn configure_replica(&self, ep: &Endpoint, source: (&str, u16)) -> Result<(), DataPlaneError> {
+        self.demote(ep).await?;
+        let f = self.flavor;
+        let mut statements = vec![f.stop_replica().to_string()];
+        statements.extend(f.prepare_replica());
+        let change = f.change_source(&ReplicationSource {
+            host: source.0,
+            port: source.1,
+            user: REPLICATION_USER,
+            password: &self.replication_password,
+        });
+        // The statement with the password goes alone, never through `run`'s debug log.
+        self.run(ep, &statements, OBSERVE_TIMEOUT).await?;
+        let work = async {
+            let mut conn = self.connect(ep).await?;
+            let sql_err = |e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e };
+            conn.query_drop(change.expose()).await.map_err(sql_err)?;
+            conn.query_drop(f.start_replica()).await.map_err(sql_err)?;
+            let _ = conn.disconnect().await;
+            Ok(())
+        };
+        tokio::time::timeout(OBSERVE_TIMEOUT, work)
+            .await
+            .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: OBSERVE_TIMEOUT })?
+    }
+
+    /// Stops the receiver: the server acknowledges nothing more to its source.
+    pub async fn fence(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
+        self.run(ep, &[self.flavor.stop_replica_io_thread().to_string()], OBSERVE_TIMEOUT).await
+    }
+
+    /// Waits until the server has applied `gtids`, up to `seconds`.
+    pub async fn wait_applied(&self, ep: &Endpoint, gtids: &str, seconds: u32) -> Result<(), DataPlaneError> {
+        let deadline = Duration::from_secs(u64::from(seconds) + 5);
+        let work = async {
+            let mut conn = self.connect(ep).await?;
+            let r: Option<Option<i64>> = conn
+                .query_first(self.flavor.wait_for_gtids(gtids, seconds))
+                .await
+                .map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e })?;
+            let _ = conn.disconnect().await;
+            match r.flatten() {
+                Some(0) => Ok(()),
+                _ => Err(DataPlaneError::NotCaughtUp { endpoint: ep.to_string(), gtids: gtids.to_string(), seconds }),
+            }
+        };
+        tokio::time::timeout(deadline, work)
+            .await
+            .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: deadline })?
+    }
+
+    /// Detaches a replica that has applied `received` from its source, ready to be made
+    /// writable (which the next pass does, once the new primary is recorded).
+    pub async fn detach(&self, ep: &Endpoint, received: &str) -> Result<(), DataPlaneError> {
+        if !received.is_empty() {
+            self.wait_applied(ep, received, APPLY_TIMEOUT_SECONDS).await?;
+        }
+        let f = self.flavor;
+        self.run(ep, &[f.stop_replica().to_string(), f.reset_replica_all().to_string()], OBSERVE_TIMEOUT).await
+    }
+
+    /// The server's executed GTID set, as text.
+    pub async fn executed(&self, ep: &Endpoint) -> Result<String, DataPlaneError> {
+        let work = async {
+            let mut conn = self.connect(ep).await?;
+            let v: Option<Option<String>> = conn
+                .query_first(self.flavor.gtid_executed_query())
+                .await
+                .map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e })?;
+            let _ = conn.disconnect().await;
+            Ok(v.flatten().unwrap_or_default())
+        };
+        tokio::time::timeout(OBSERVE_TIMEOUT, work)
+            .await
+            .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: OBSERVE_TIMEOUT })?
+    }
+
+    /// A planned change of primary, up to the point where the new primary is recorded: the
+    /// old primary stops writes and loses its clients, the target applies everything the
+    /// old primary has and forgets its source. The next pass makes the target writable and
+    /// points the old primary at it. If the target does not catch up in time the old primary
+    /// is made writable again, so a failed switchover costs only a short pause.
+    pub async fn switchover(
+        &self,
+        from: &Endpoint,
+        to: &Endpoint,
+        semi_sync: bool,
+        wait_count: u32,
+    ) -> Result<(), DataPlaneError> {
+        self.demote(from).await?;
+        let position = self.executed(from).await?;
+        if let Err(e) = self.detach(to, &position).await {
+            // Roll back: the old primary has every transaction, it can take writes again.
+            let _ = self.make_writable(from, semi_sync, wait_count).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,415 @@
+//! The clustering decision: a pure function from what one pass observed to the cluster's
+//! health, the role each member should be labelled with, and at most one operation.
+//!
+//! Checks run in order of safety: a second writable server is demoted before anything
+//! else; a primary that does not answer is failed over only when enough replicas answer
+//! that one of them must hold every acknowledged write, only after every replica is fenced
+//! (receiver stopped, so the old primary gets no more acknowledgements), and only to a
+//! replica whose received transactions contain every other's. Anything else waits, with a
+//! reason that reaches a condition and an Event.
+
+use super::gtid::GtidSet;
+use super::observed::{Member, Observed, PodState, Server};
+
+/// Passes in a row a primary whose pod still runs must fail to answer before a failover
+/// (a pod that is gone or terminating is failed over at once).
+pub const FAILOVER_AFTER_PASSES: u32 = 2;
+/// A replica lagging more than this is not chosen as a switchover target.
+pub const SWITCHOVER_MAX_LAG_SECONDS: i64 = 10;
+
+/// The cluster's health, shown as `status.phase` and behind the conditions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// `spec.stopped`: no servers.
+    Stopped,
+    /// `spec.paused`: nothing is changed.
+    Paused,
+    /// No primary has been chosen yet.
+    Initializing,
+    /// Primary writable, every replica replicating from it.
+    Healthy,
+    /// Primary writable, some replica missing, broken or errant.
+    Degraded,
+    /// The primary is down and a failover is under way.
+    Failed,
+    /// The primary is down and no failover is safe: a human (or the primary's return) is
+    /// needed.
+    Lost,
+}
+
+impl Health {
+    /// The `status.phase` text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::Stopped => "Stopped",
+            Health::Paused => "Paused",
+            Health::Initializing => "Initializing",
+            Health::Healthy => "Healthy",
+            Health::Degraded => "Degraded",
+            Health::Failed => "Failed",
+            Health::Lost => "Lost",
+        }
+    }
+}
+
+/// The role label a member should carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Receives read-write traffic.
+    Primary,
+    /// Receives read-only traffic.
+    Replica,
+}
+
+impl Role {
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::Primary => crate::build::ROLE_PRIMARY,
+            Role::Replica => crate::build::ROLE_REPLICA,
+        }
+    }
+}
+
+/// The one thing a pass does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// Everything is as it should be.
+    Nothing,
+    /// Something stops progress; `reason` is a CamelCase condition reason.
+    Wait {
+        /// Condition reason.
+        reason: &'static str,
+        /// What is waited for, for humans.
+        message: String,
+    },
+    /// Record `primary` as the first primary of a new cluster.
+    Bootstrap {
+        /// Ordinal.
+        primary: u32,
+    },
+    /// Turn semi-sync's source side on (with the acknowledgement count) and allow writes.
+    MakeWritable {
+        /// Ordinal of the recorded primary.
+        ordinal: u32,
+    },
+    /// A writable server that is not the primary: make it read-only and drop its client
+    /// connections (split-brain guard).
+    Demote {
+        /// Ordinal.
+        ordinal: u32,
+    },
+    /// Point a replica at the primary with GTID auto-positioning and start it.
+    ConfigureReplica {
+        /// Ordinal of the replica.
+        ordinal: u32,
+        /// Ordinal of the primary.
+        source: u32,
+    },
+    /// Stop the receiver of these replicas so the unreachable primary gets no
+    /// acknowledgement and cannot commit anything more.
+    Fence {
+        /// Ordinals.
+        ordinals: Vec<u32>,
+    },
+    /// Failover: let `ordinal` apply everything it received, forget its source, record it
+    /// as the primary and make it writable.
+    Promote {
+        /// The new primary.
+        ordinal: u32,
+        /// The primary it replaces.
+        from: u32,
+        /// What it must have applied before writes are allowed.
+        received: String,
+    },
+    /// Planned change of primary: old one read-only, target catches up, target promoted.
+    Switchover {
+        /// Current primary.
+        from: u32,
+        /// New primary.
+        to: u32,
+    },
+    /// Put role labels right (`None` removes the label: no client traffic).
+    Relabel {
+        /// Ordinal and the label it should carry.
+        changes: Vec<(u32, Option<Role>)>,
+    },
+}
+
+/// What the pass concluded about one member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Ordinal.
+    pub ordinal: u32,
+    /// The role label it should carry.
+    pub role: Option<Role>,
+    /// Serving in its role.
+    pub healthy: bool,
+    /// Transactions the primary does not have (MariaDB position or MySQL set), when errant.
+    pub errant: Option<String>,
+}
+
+/// The result of one decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The cluster's health.
+    pub health: Health,
+    /// The operation to perform now.
+    pub operation: Operation,
+    /// Per member, in ordinal order.
+    pub verdicts: Vec<Verdict>,
+}
+
+fn wait(reason: &'static str, message: impl Into<String>) -> Operation {
+    Operation::Wait { reason, message: message.into() }
+}
+
+/// Decides what to do with the cluster observed in `o`.
+pub fn decide(o: &Observed) -> Decision {
+    let mut verdicts: Vec<Verdict> =
+        o.members.iter().map(|m| Verdict { ordinal: m.ordinal, role: None, healthy: false, errant: None }).collect();
+    let member = |ordinal: u32| o.members.iter().find(|m| m.ordinal == ordinal);
+
+    if o.replicas == 0 {
+        return Decision { health: Health::Stopped, operation: Operation::Nothing, verdicts };
+    }
+
+    let Some(primary_ordinal) = o.recorded_primary else {
+        let (health, operation) = bootstrap(o);
+        return Decision { health: if o.paused { Health::Paused } else { health }, operation, verdicts };
+    };
+
+    // Split-brain guard first: a writable server that is not the recorded primary.
+    let rogue = o.members.iter().find(|m| m.ordinal != primary_ordinal && m.server.up().is_some_and(|s| !s.read_only));
+
+    let primary = member(primary_ordinal);
+    let primary_server = primary.and_then(|m| m.server.up());
+
+    // Classify replicas against the primary (when it answers).
+    let mut replicas_ok = 0;
+    let mut wanted_replicas = 0;
+    for (m, v) in o.members.iter().zip(verdicts.iter_mut()) {
+        if m.ordinal == primary_ordinal {
+            let writable = primary_server.is_some_and(|s| !s.read_only);
+            v.healthy = writable && !matches!(m.pod, PodState::Terminating);
+            v.role = primary_server.map(|_| Role::Primary);
+            continue;
+        }
+        if m.ordinal < o.replicas {
+            wanted_replicas += 1;
+        }
+        let (Some(p), Some(s)) = (primary, m.server.up()) else { continue };
+        let Some(ps) = p.server.up() else { continue };
+        if !ps.executed.contains(&s.executed) {
+            v.errant = Some(s.executed.missing_from(&ps.executed));
+            continue;
+        }
+        if replicating_from(s, p) && m.ordinal < o.replicas && !matches!(m.pod, PodState::Terminating) {
+            v.healthy = true;
+            v.role = Some(Role::Replica);
+            replicas_ok += 1;
+        }
+    }
+
+    let operation = if o.paused {
+        Operation::Nothing
+    } else if let Some(r) = rogue {
+        Operation::Demote { ordinal: r.ordinal }
+    } else if let (Some(p), Some(ps)) = (primary, primary_server) {
+        primary_up(o, p, ps, &verdicts)
+    } else {
+        primary_down(o, primary_ordinal, primary)
+    };
+
+    let health = if o.paused {
+        Health::Paused
+    } else if primary_server.is_none() {
+        match operation {
+            Operation::Fence { .. } | Operation::Promote { .. } => Health::Failed,
+            Operation::Wait { reason: "PrimaryUnreachable", .. } => Health::Degraded,
+            _ => Health::Lost,
+        }
+    } else if verdicts.iter().find(|v| v.ordinal == primary_ordinal).is_some_and(|v| v.healthy)
+        && replicas_ok == wanted_replicas
+        && o.members.iter().filter(|m| m.ordinal < o.replicas).count() as u32 == o.replicas
+    {
+        Health::Healthy
+    } else {
+        Health::Degraded
+    };
+    Decision { health, operation, verdicts }
+}
+
+/// Whether `s` replicates from `p` with both threads running.
+fn replicating_from(s: &Server, p: &Member) -> bool {
+    s.replication
+        .as_ref()
+        .is_some_and(|r| r.io_running && r.sql_running && r.source_host == p.address.0 && r.source_port == p.address.1)
+}
+
+/// No primary recorded: wait for every wanted server, then choose the one whose history
+/// contains all others (ordinal 0 for a new cluster).
+fn bootstrap(o: &Observed) -> (Health, Operation) {
+    let wanted: Vec<&Member> = o.members.iter().filter(|m| m.ordinal < o.replicas).collect();
+    let missing: Vec<String> = (0..o.replicas)
+        .filter(|i| !wanted.iter().any(|m| m.ordinal == *i && m.server.up().is_some()))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return (
+            Health::Initializing,
+            wait("WaitingForServers", format!("waiting for servers {} to answer", missing.join(", "))),
+        );
+    }
+    let up: Vec<(u32, &Server)> = wanted.iter().filter_map(|m| m.server.up().map(|s| (m.ordinal, s))).collect();
+    match superset(up.iter().map(|(i, s)| (*i, s.executed.clone()))) {
+        Ok(primary) => (Health::Initializing, Operation::Bootstrap { primary }),
+        Err(msg) => (Health::Initializing, wait("ConflictingHistories", msg)),
+    }
+}
+
+/// The lowest ordinal whose set contains every other set, or why there is none.
+fn superset(sets: impl Iterator<Item = (u32, GtidSet)>) -> Result<u32, String> {
+    let sets: Vec<(u32, GtidSet)> = sets.collect();
+    sets.iter().find(|(_, a)| sets.iter().all(|(_, b)| a.contains(b))).map(|(i, _)| *i).ok_or_else(|| {
+        let described: Vec<String> = sets.iter().map(|(i, s)| format!("{i}: [{s}]")).collect();
+        format!("no server has every transaction of the others ({}); refusing to choose", described.join("; "))
+    })
+}
+
+fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Operation {
+    let verdict = |ordinal: u32| verdicts.iter().find(|v| v.ordinal == ordinal);
+    // The primary must have everything the replicas have before it takes writes. A
+    // read-only primary (restarted, or restored) cannot tell an errant replica from its own
+    // lost data, so any replica ahead of it stops this: safety over availability.
+    if ps.read_only {
+        for m in o.members.iter().filter(|m| m.ordinal != p.ordinal) {
+            if let Some(s) = m.server.up()
+                && !ps.executed.contains(&s.received())
+            {
+                return wait(
+                    "PrimaryBehindReplica",
+                    format!(
+                        "primary {} lacks transactions member {} has ({}); not making it writable",
+                        p.ordinal,
+                        m.ordinal,
+                        s.received().missing_from(&ps.executed)
+                    ),
+                );
+            }
+        }
+        return Operation::MakeWritable { ordinal: p.ordinal };
+    }
+    // A planned move away from the primary: its pod is being deleted, it is beyond the
+    // wanted count (scale-down), or the user asked.
+    let target = o.switchover_to.filter(|t| *t != p.ordinal);
+    let leaving = matches!(p.pod, PodState::Terminating) || p.ordinal >= o.replicas;
+    if target.is_some() || leaving {
+        let eligible = |m: &&Member| {
+            m.ordinal < o.replicas
+                && verdict(m.ordinal).is_some_and(|v| v.healthy && v.role == Some(Role::Replica))
+                && m.server
+                    .up()
+                    .and_then(|s| s.replication.as_ref())
+                    .is_some_and(|r| r.lag_seconds.is_some_and(|l| l <= SWITCHOVER_MAX_LAG_SECONDS))
+        };
+        let chosen = match target {
+            Some(t) => o.members.iter().find(|m| m.ordinal == t).filter(eligible),
+            None => o.members.iter().filter(eligible).min_by_key(|m| m.ordinal),
+        };
+        return match chosen {
+            Some(to) => Operation::Switchover { from: p.ordinal, to: to.ordinal },
+            None => wait(
+                "SwitchoverTargetNotReady",
+                match target {
+                    Some(t) => format!(
+                        "switchover target {t} is not a healthy replica within {SWITCHOVER_MAX_LAG_SECONDS} s of the primary"
+                    ),
+                    None => format!("primary {} must move but no replica is healthy and caught up", p.ordinal),
+                },
+            ),
+        };
+    }
+
+    // The acknowledgement setting follows the wanted size (after any move above, so a
+    // scale-down switches over before it changes what commits wait for).
+    let want_semi_sync = o.semi_sync && o.replicas > 1;
+    if ps.semi_sync_source != want_semi_sync {
+        return Operation::MakeWritable { ordinal: p.ordinal };
+    }
+
+    // Replicas that are up, not errant and not replicating from the primary.
+    for m in o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas) {
+        let Some(v) = verdict(m.ordinal) else { continue };
+        if m.server.up().is_some() && v.errant.is_none() && !v.healthy && !matches!(m.pod, PodState::Terminating) {
+            return Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal };
+        }
+    }
+
+    relabel(o, verdicts).unwrap_or(Operation::Nothing)
+}
+
+/// Labels that differ from the verdicts.
+fn relabel(o: &Observed, verdicts: &[Verdict]) -> Option<Operation> {
+    let changes: Vec<(u32, Option<Role>)> = o
+        .members
+        .iter()
+        .zip(verdicts)
+        .filter(|(m, v)| m.pod != PodState::Missing && m.role_label.as_deref() != v.role.map(Role::label))
+        .map(|(m, v)| (m.ordinal, v.role))
+        .collect();
+    (!changes.is_empty()).then_some(Operation::Relabel { changes })
+}
+
+fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) -> Operation {
+    let gone = primary.is_none_or(|m| matches!(m.pod, PodState::Missing | PodState::Terminating));
+    let passes = primary.map_or(u32::MAX, |m| m.unreachable_passes);
+    if !gone && passes < FAILOVER_AFTER_PASSES {
+        return wait(
+            "PrimaryUnreachable",
+            format!(
+                "primary {primary_ordinal} did not answer {passes} time(s); failing over after {FAILOVER_AFTER_PASSES}"
+            ),
+        );
+    }
+    // Pod labels must stop sending traffic to the dead primary right away.
+    let candidates: Vec<(&Member, &Server)> = o
+        .members
+        .iter()
+        .filter(|m| m.ordinal != primary_ordinal && m.ordinal < o.replicas)
+        .filter_map(|m| m.server.up().map(|s| (m, s)))
+        .collect();
+    let replicas = o.replicas.saturating_sub(1);
+    if replicas == 0 {
+        return wait("PrimaryDown", format!("the only server ({primary_ordinal}) is down; waiting for it to restart"));
+    }
+    let needed = if o.semi_sync { replicas.saturating_sub(o.ack_count.max(1)) + 1 } else { replicas };
+    if (candidates.len() as u32) < needed {
+        return wait(
+            "NotEnoughReplicasForSafeFailover",
+            format!(
+                "primary {primary_ordinal} is down and {} of {replicas} replicas answer; {needed} are needed to be sure one has every acknowledged write",
+                candidates.len()
+            ),
+        );
+    }
+    let unfenced: Vec<u32> = candidates
+        .iter()
+        .filter(|(_, s)| s.replication.as_ref().is_some_and(|r| r.io_running))
+        .map(|(m, _)| m.ordinal)
+        .collect();
+    if !unfenced.is_empty() {
+        return Operation::Fence { ordinals: unfenced };
+    }
+    match superset(candidates.iter().map(|(m, s)| (m.ordinal, s.received()))) {
+        Ok(ordinal) => {
+            let received = candidates
+                .iter()
+                .find(|(m, _)| m.ordinal == ordinal)
+                .map(|(_, s)| s.received().to_string())
+                .unwrap_or_default();
+            Operation::Promote { ordinal, from: primary_ordinal, received }
+        }
+        Err(msg) => wait("ConflictingReplicaHistories", msg),
+    }
+}

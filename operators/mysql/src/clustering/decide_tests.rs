@@ -1,0 +1,338 @@
+//! `decide()` over hand-built observations: the fake data plane. Each test is one state of
+//! the research notes or one complaint users filed against other operators.
+
+use super::decide::{Decision, FAILOVER_AFTER_PASSES, Health, Operation, Role, decide};
+use super::gtid::GtidSet;
+use super::observed::{Member, Observed, PodState, Replication, Server, ServerState};
+use crate::api::Flavor;
+
+fn g(s: &str) -> GtidSet {
+    GtidSet::parse(Flavor::Mariadb, s).unwrap()
+}
+
+fn addr(i: u32) -> (String, u16) {
+    (format!("db-{i}.db-hl.ns.svc"), 3306)
+}
+
+fn primary(i: u32, gtid: &str) -> Member {
+    Member {
+        ordinal: i,
+        pod: PodState::Running { ready: true },
+        role_label: Some("primary".into()),
+        address: addr(i),
+        server: ServerState::Up(Server {
+            read_only: false,
+            executed: g(gtid),
+            semi_sync_source: true,
+            replication: None,
+        }),
+        unreachable_passes: 0,
+    }
+}
+
+fn replica(i: u32, of: u32, gtid: &str) -> Member {
+    Member {
+        ordinal: i,
+        pod: PodState::Running { ready: true },
+        role_label: Some("replica".into()),
+        address: addr(i),
+        server: ServerState::Up(Server {
+            read_only: true,
+            executed: g(gtid),
+            semi_sync_source: false,
+            replication: Some(Replication {
+                source_host: addr(of).0,
+                source_port: 3306,
+                io_running: true,
+                sql_running: true,
+                retrieved: g(gtid),
+                lag_seconds: Some(0),
+                last_error: None,
+            }),
+        }),
+        unreachable_passes: 0,
+    }
+}
+
+fn down(mut m: Member, passes: u32) -> Member {
+    m.server = ServerState::Unreachable("connection refused".into());
+    m.unreachable_passes = passes;
+    m
+}
+
+fn server(m: &mut Member) -> &mut Server {
+    match &mut m.server {
+        ServerState::Up(s) => s,
+        ServerState::Unreachable(_) => panic!("member is down"),
+    }
+}
+
+fn cluster(members: Vec<Member>) -> Observed {
+    Observed {
+        replicas: members.len() as u32,
+        paused: false,
+        semi_sync: true,
+        ack_count: 1,
+        recorded_primary: Some(0),
+        switchover_to: None,
+        members,
+    }
+}
+
+fn healthy3() -> Observed {
+    cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-10"), replica(2, 0, "0-100-9")])
+}
+
+fn op(o: &Observed) -> Operation {
+    decide(o).operation
+}
+
+#[test]
+fn healthy_cluster_does_nothing() {
+    let d: Decision = decide(&healthy3());
+    assert_eq!(d.health, Health::Healthy);
+    assert_eq!(d.operation, Operation::Nothing);
+    assert!(d.verdicts.iter().all(|v| v.healthy && v.errant.is_none()));
+    assert_eq!(d.verdicts[0].role, Some(Role::Primary));
+}
+
+#[test]
+fn new_cluster_waits_for_every_server_then_picks_ordinal_zero() {
+    let mut o = cluster(vec![primary(0, ""), replica(1, 0, ""), down(replica(2, 0, ""), 1)]);
+    o.recorded_primary = None;
+    let d = decide(&o);
+    assert_eq!(d.health, Health::Initializing);
+    assert!(matches!(d.operation, Operation::Wait { reason: "WaitingForServers", .. }), "{d:?}");
+    o.members[2] = replica(2, 0, "");
+    assert_eq!(op(&o), Operation::Bootstrap { primary: 0 });
+}
+
+#[test]
+fn adopting_servers_with_data_picks_the_one_with_every_transaction() {
+    let mut o = cluster(vec![replica(0, 1, "0-100-5"), replica(1, 0, "0-100-9"), replica(2, 0, "0-100-7")]);
+    o.recorded_primary = None;
+    assert_eq!(op(&o), Operation::Bootstrap { primary: 1 });
+    // Conflicting histories: refuse to choose.
+    server(&mut o.members[2]).executed = g("0-102-9");
+    assert!(matches!(op(&o), Operation::Wait { reason: "ConflictingHistories", .. }));
+}
+
+#[test]
+fn a_read_only_primary_is_made_writable_only_when_it_has_everything() {
+    let mut o = healthy3();
+    server(&mut o.members[0]).read_only = true;
+    assert_eq!(op(&o), Operation::MakeWritable { ordinal: 0 });
+    server(&mut o.members[1]).executed = g("0-100-11");
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.retrieved = g("0-100-11");
+    }
+    // A replica ahead of a read-only primary: the primary may have lost data, so wait.
+    let d = decide(&o);
+    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryBehindReplica", .. }), "{d:?}");
+}
+
+#[test]
+fn semi_sync_source_off_on_the_primary_is_repaired() {
+    let mut o = healthy3();
+    server(&mut o.members[0]).semi_sync_source = false;
+    assert_eq!(op(&o), Operation::MakeWritable { ordinal: 0 });
+    // A single server has nobody to wait for.
+    let mut single = cluster(vec![primary(0, "0-100-1")]);
+    server(&mut single.members[0]).semi_sync_source = false;
+    assert_eq!(op(&single), Operation::Nothing);
+}
+
+#[test]
+fn a_second_writable_server_is_demoted_before_anything_else() {
+    let mut o = healthy3();
+    server(&mut o.members[2]).read_only = false;
+    assert_eq!(op(&o), Operation::Demote { ordinal: 2 });
+    // Even while the primary is down.
+    o.members[0] = down(primary(0, "0-100-10"), 5);
+    assert_eq!(op(&o), Operation::Demote { ordinal: 2 });
+}
+
+#[test]
+fn a_replica_not_replicating_is_configured() {
+    let mut o = healthy3();
+    server(&mut o.members[2]).replication = None;
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 2, source: 0 });
+    let mut o = healthy3();
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.io_running = false;
+    }
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+    let mut o = healthy3();
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.source_host = addr(2).0;
+    }
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+    assert_eq!(decide(&o).health, Health::Degraded);
+}
+
+#[test]
+fn an_errant_replica_is_quarantined_not_repointed() {
+    let mut o = healthy3();
+    server(&mut o.members[2]).executed = g("0-102-11");
+    server(&mut o.members[2]).replication = None;
+    let d = decide(&o);
+    assert_eq!(d.verdicts[2].errant.as_deref(), Some("0-102-11"));
+    assert_eq!(d.verdicts[2].role, None, "no client traffic");
+    assert_eq!(d.operation, Operation::Relabel { changes: vec![(2, None)] });
+    assert_eq!(d.health, Health::Degraded);
+}
+
+#[test]
+fn a_replica_behind_is_not_errant_a_transient_blip_marks_nobody() {
+    // MOCO #419: replicas read before the primary may be behind, never ahead (the gatherer
+    // reads the primary's position last), so nobody is marked errant.
+    let o = cluster(vec![primary(0, "0-100-20"), replica(1, 0, "0-100-3"), replica(2, 0, "")]);
+    let d = decide(&o);
+    assert!(d.verdicts.iter().all(|v| v.errant.is_none()));
+}
+
+#[test]
+fn labels_follow_verdicts() {
+    let mut o = healthy3();
+    o.members[1].role_label = None;
+    o.members[2].role_label = Some("primary".into());
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(1, Some(Role::Replica)), (2, Some(Role::Replica))] });
+}
+
+#[test]
+fn a_transient_blip_of_the_primary_does_not_fail_over() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), FAILOVER_AFTER_PASSES - 1);
+    let d = decide(&o);
+    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryUnreachable", .. }), "{d:?}");
+    assert_eq!(d.health, Health::Degraded);
+}
+
+#[test]
+fn failover_fences_every_replica_first_then_promotes_the_superset() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), FAILOVER_AFTER_PASSES);
+    // Replica 2 received more than replica 1 but has not applied it yet.
+    if let Some(r) = &mut server(&mut o.members[2]).replication {
+        r.retrieved = g("0-100-12");
+    }
+    let d = decide(&o);
+    assert_eq!(d.health, Health::Failed);
+    assert_eq!(d.operation, Operation::Fence { ordinals: vec![1, 2] });
+    for i in [1, 2] {
+        if let Some(r) = &mut server(&mut o.members[i]).replication {
+            r.io_running = false;
+        }
+    }
+    assert_eq!(op(&o), Operation::Promote { ordinal: 2, from: 0, received: "0-100-12".into() });
+}
+
+#[test]
+fn a_deleted_primary_pod_fails_over_at_once() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), 0);
+    o.members[0].pod = PodState::Missing;
+    assert_eq!(op(&o), Operation::Fence { ordinals: vec![1, 2] });
+}
+
+#[test]
+fn no_failover_without_enough_replicas_to_hold_every_acknowledged_write() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), 9);
+    o.members[2] = down(replica(2, 0, "0-100-10"), 9);
+    let d = decide(&o);
+    assert_eq!(d.health, Health::Lost);
+    assert!(matches!(d.operation, Operation::Wait { reason: "NotEnoughReplicasForSafeFailover", .. }), "{d:?}");
+    // Five servers waiting for two acknowledgements: three of four replicas suffice.
+    let mut five = cluster(vec![
+        down(primary(0, "0-100-10"), 9),
+        replica(1, 0, "0-100-10"),
+        replica(2, 0, "0-100-10"),
+        replica(3, 0, "0-100-10"),
+        down(replica(4, 0, "0-100-10"), 9),
+    ]);
+    five.ack_count = 2;
+    assert_eq!(op(&five), Operation::Fence { ordinals: vec![1, 2, 3] });
+    five.ack_count = 1; // MariaDB waits for one: every replica is needed.
+    assert!(matches!(op(&five), Operation::Wait { reason: "NotEnoughReplicasForSafeFailover", .. }));
+}
+
+#[test]
+fn conflicting_replica_histories_abort_the_failover() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), 9);
+    for (i, pos) in [(1, "0-100-10"), (2, "0-101-10")] {
+        let s = server(&mut o.members[i]);
+        s.executed = g(pos);
+        if let Some(r) = &mut s.replication {
+            r.io_running = false;
+            r.retrieved = g(pos);
+        }
+    }
+    assert!(matches!(op(&o), Operation::Wait { reason: "ConflictingReplicaHistories", .. }));
+}
+
+#[test]
+fn hung_semi_sync_commit_on_an_unreachable_primary_still_fails_over() {
+    // MOCO #813/#846: the primary's process hangs in a semi-sync wait and stops answering
+    // while its pod still runs. After the grace passes, the failover goes ahead.
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), FAILOVER_AFTER_PASSES + 10);
+    assert!(matches!(op(&o), Operation::Fence { .. }));
+}
+
+#[test]
+fn a_single_server_cluster_waits_for_its_server() {
+    let o = cluster(vec![down(primary(0, "0-100-1"), 50)]);
+    let d = decide(&o);
+    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryDown", .. }));
+    assert_eq!(d.health, Health::Lost);
+}
+
+#[test]
+fn an_empty_primary_after_data_loss_is_not_made_writable() {
+    // The primary's volume was lost: it restarts empty and read-only while replicas hold
+    // the data. Making it writable would fork history; the operator waits instead.
+    let mut o = healthy3();
+    o.members[0] = primary(0, "");
+    server(&mut o.members[0]).read_only = true;
+    let d = decide(&o);
+    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryBehindReplica", .. }), "{d:?}");
+}
+
+#[test]
+fn switchover_on_request_and_when_the_primary_pod_terminates() {
+    let mut o = healthy3();
+    o.switchover_to = Some(1);
+    assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1 });
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.lag_seconds = Some(100);
+    }
+    assert!(matches!(op(&o), Operation::Wait { reason: "SwitchoverTargetNotReady", .. }));
+    let mut o = healthy3();
+    o.members[0].pod = PodState::Terminating;
+    assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1 });
+    let mut o = healthy3();
+    o.switchover_to = Some(0);
+    assert_eq!(op(&o), Operation::Nothing, "already the primary");
+}
+
+#[test]
+fn scaling_down_below_the_primary_moves_it_first() {
+    let mut o = cluster(vec![replica(0, 2, "0-100-5"), replica(1, 2, "0-100-5"), primary(2, "0-100-5")]);
+    o.recorded_primary = Some(2);
+    o.replicas = 1;
+    assert_eq!(op(&o), Operation::Switchover { from: 2, to: 0 });
+}
+
+#[test]
+fn paused_and_stopped_change_nothing() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-10"), 9);
+    o.paused = true;
+    let d = decide(&o);
+    assert_eq!((d.health, d.operation), (Health::Paused, Operation::Nothing));
+    o.paused = false;
+    o.replicas = 0;
+    assert_eq!(decide(&o).health, Health::Stopped);
+}

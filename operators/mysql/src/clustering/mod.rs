@@ -1,0 +1,18 @@
+//! The per-cluster clustering task: gather → decide (pure) → one operation, separate from
+//! the declarative reconcile of the StatefulSet and Services (the design of MOCO, described
+//! in the project's research notes).
+//!
+//! - [`gtid`]: GTID sets of both flavors in one shape.
+//! - [`observed`]: what one pass saw (plain data).
+//! - [`decide`]: the pure decision.
+//! - [`dataplane`]: reading and changing servers over `mysql_async`.
+//! - [`pass`]: gather and perform, without Kubernetes (the controller wraps them).
+
+pub mod dataplane;
+pub mod decide;
+pub mod gtid;
+pub mod observed;
+pub mod pass;
+
+#[cfg(test)]
+mod decide_tests;

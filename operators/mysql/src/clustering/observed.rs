@@ -1,0 +1,127 @@
+//! What one pass of the clustering task saw: the desired shape, the pods, and each server's
+//! replication state. Plain data, so that [`super::decide`] is a pure function and tests
+//! build these by hand (the "fake data plane").
+
+use super::gtid::GtidSet;
+
+/// The whole cluster as observed in one pass.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    /// Servers wanted (`spec.replicas`); 0 when the cluster is stopped.
+    pub replicas: u32,
+    /// `spec.paused`: report only, change nothing.
+    pub paused: bool,
+    /// Whether lossless semi-sync is on (`spec.semiSync.enabled`).
+    pub semi_sync: bool,
+    /// The acknowledgements the primary waits for (`rpl_semi_sync_*_wait_point` count: n/2
+    /// for MySQL, always 1 for MariaDB). A failover needs `replicas - ack_count` replicas
+    /// reachable so that at least one holds every acknowledged write.
+    pub ack_count: u32,
+    /// The primary recorded in status (an ordinal), if any.
+    pub recorded_primary: Option<u32>,
+    /// A switchover the user asked for that has not been carried out: the target ordinal.
+    pub switchover_to: Option<u32>,
+    /// Every member that exists or is wanted, by ordinal.
+    pub members: Vec<Member>,
+}
+
+/// One server and its pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    /// StatefulSet ordinal.
+    pub ordinal: u32,
+    /// The pod as the API server reports it.
+    pub pod: PodState,
+    /// The role label the pod carries now.
+    pub role_label: Option<String>,
+    /// What the server answered, or why it did not.
+    pub server: ServerState,
+    /// How replicas reach this server (host and port given to `CHANGE MASTER TO`).
+    pub address: (String, u16),
+    /// Passes in a row in which the server did not answer (kept by the task, so that one
+    /// lost packet never triggers a failover).
+    pub unreachable_passes: u32,
+}
+
+/// The pod of a member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// No pod (not created yet, or deleted and not recreated yet).
+    Missing,
+    /// Created, containers not started.
+    Pending,
+    /// Running; `ready` is the readiness probe ("serving in its role").
+    Running {
+        /// The pod's Ready condition.
+        ready: bool,
+    },
+    /// Being deleted.
+    Terminating,
+}
+
+/// What a server answered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerState {
+    /// No answer; the text says why (for status and Events).
+    Unreachable(String),
+    /// Answered.
+    Up(Server),
+}
+
+impl ServerState {
+    /// The server, when it answered.
+    pub fn up(&self) -> Option<&Server> {
+        match self {
+            ServerState::Up(s) => Some(s),
+            ServerState::Unreachable(_) => None,
+        }
+    }
+}
+
+/// The replication-relevant state of one answering server.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Server {
+    /// Refuses writes (`read_only` / `super_read_only`).
+    pub read_only: bool,
+    /// Transactions it has executed (MariaDB `gtid_current_pos`, MySQL `gtid_executed`).
+    pub executed: GtidSet,
+    /// The source side of semi-sync is on.
+    pub semi_sync_source: bool,
+    /// Its replication channel, if one is configured.
+    pub replication: Option<Replication>,
+}
+
+/// A configured replication channel.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Replication {
+    /// Host it replicates from.
+    pub source_host: String,
+    /// Port it replicates from.
+    pub source_port: u16,
+    /// The receiver thread runs.
+    pub io_running: bool,
+    /// The applier thread runs.
+    pub sql_running: bool,
+    /// Transactions received (possibly not applied yet).
+    pub retrieved: GtidSet,
+    /// Seconds behind the source, when known.
+    pub lag_seconds: Option<i64>,
+    /// The last receiver or applier error, if any.
+    pub last_error: Option<String>,
+}
+
+impl Server {
+    /// Everything this server has or has received: what it would have once its relay log
+    /// is applied. The failover candidate must contain every other replica's.
+    pub fn received(&self) -> GtidSet {
+        let mut all = self.executed.clone();
+        if let Some(r) = &self.replication {
+            // Executed and retrieved are both prefixes of the primary's history; the larger
+            // is what the server will have.
+            if r.retrieved.contains(&all) {
+                all = r.retrieved.clone();
+            }
+        }
+        all
+    }
+}

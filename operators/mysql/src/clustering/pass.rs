@@ -1,0 +1,140 @@
+//! One pass of the clustering loop without Kubernetes in it: gather every server's state
+//! (the primary's position last), and perform the decided operation on the servers. The
+//! controller adds pods, labels and status around it; the integration tests drive it
+//! against real servers directly.
+
+use std::collections::BTreeMap;
+
+use futures::future::join_all;
+
+use super::dataplane::{DataPlane, DataPlaneError, Endpoint};
+use super::decide::{Operation, Role};
+use super::gtid::GtidSet;
+use super::observed::{Member, Observed, PodState, ServerState};
+
+/// What the caller knows of a member before asking its server.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// StatefulSet ordinal.
+    pub ordinal: u32,
+    /// Its pod.
+    pub pod: PodState,
+    /// Its current role label.
+    pub role_label: Option<String>,
+    /// Where the operator reaches it.
+    pub endpoint: Endpoint,
+    /// Where replicas reach it (stable DNS name and port).
+    pub address: (String, u16),
+}
+
+/// Remembers, per ordinal, how many passes in a row a server did not answer.
+#[derive(Clone, Debug, Default)]
+pub struct Streaks(BTreeMap<u32, u32>);
+
+/// Asks every server in parallel, then reads the recorded primary's position once more:
+/// a replica read before the primary can only be behind it, never ahead, so a busy primary
+/// never makes its replicas look errant.
+pub async fn gather(dp: &DataPlane, targets: &[Target], primary: Option<u32>, streaks: &mut Streaks) -> Vec<Member> {
+    let states = join_all(targets.iter().map(|t| async {
+        if matches!(t.pod, PodState::Missing | PodState::Pending) {
+            return ServerState::Unreachable("no running pod".into());
+        }
+        dp.observe(&t.endpoint).await
+    }))
+    .await;
+    let mut members: Vec<Member> = targets
+        .iter()
+        .zip(states)
+        .map(|(t, server)| {
+            let streak = streaks.0.entry(t.ordinal).or_default();
+            *streak = if server.up().is_some() { 0 } else { streak.saturating_add(1) };
+            Member {
+                ordinal: t.ordinal,
+                pod: t.pod.clone(),
+                role_label: t.role_label.clone(),
+                address: t.address.clone(),
+                server,
+                unreachable_passes: *streak,
+            }
+        })
+        .collect();
+    if let Some(p) = primary
+        && let Some(m) = members.iter_mut().find(|m| m.ordinal == p)
+        && let ServerState::Up(s) = &mut m.server
+        && let Some(t) = targets.iter().find(|t| t.ordinal == p)
+        && let Ok(text) = dp.executed(&t.endpoint).await
+        && let Ok(set) = GtidSet::parse(dp.flavor().flavor(), &text)
+    {
+        s.executed = set;
+    }
+    members
+}
+
+/// What the caller must do after an operation, besides the servers' changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing more.
+    None,
+    /// Record this ordinal as the primary (status), before anything else.
+    RecordPrimary(u32),
+    /// Change these pods' role labels.
+    Relabel(Vec<(u32, Option<Role>)>),
+}
+
+/// Performs `op` on the servers of `targets`.
+pub async fn perform(
+    dp: &DataPlane,
+    op: &Operation,
+    o: &Observed,
+    targets: &[Target],
+    wait_count: u32,
+) -> Result<Effect, DataPlaneError> {
+    let ep = |ordinal: u32| targets.iter().find(|t| t.ordinal == ordinal).map(|t| &t.endpoint);
+    let missing = |ordinal: u32| DataPlaneError::Timeout {
+        endpoint: format!("member {ordinal} (no endpoint)"),
+        timeout: std::time::Duration::ZERO,
+    };
+    let semi_sync = o.semi_sync && o.replicas > 1;
+    match op {
+        Operation::Nothing | Operation::Wait { .. } => Ok(Effect::None),
+        Operation::Bootstrap { primary } => Ok(Effect::RecordPrimary(*primary)),
+        Operation::MakeWritable { ordinal } => {
+            dp.make_writable(ep(*ordinal).ok_or_else(|| missing(*ordinal))?, semi_sync, wait_count).await?;
+            Ok(Effect::None)
+        }
+        Operation::Demote { ordinal } => {
+            dp.demote(ep(*ordinal).ok_or_else(|| missing(*ordinal))?).await?;
+            Ok(Effect::None)
+        }
+        Operation::ConfigureReplica { ordinal, source } => {
+            let src = targets.iter().find(|t| t.ordinal == *source).ok_or_else(|| missing(*source))?;
+            dp.configure_replica(ep(*ordinal).ok_or_else(|| missing(*ordinal))?, (&src.address.0, src.address.1))
+                .await?;
+            Ok(Effect::None)
+        }
+        Operation::Fence { ordinals } => {
+            for r in
+                join_all(ordinals.iter().map(|i| async move { dp.fence(ep(*i).ok_or_else(|| missing(*i))?).await }))
+                    .await
+            {
+                r?;
+            }
+            Ok(Effect::None)
+        }
+        Operation::Promote { ordinal, received, .. } => {
+            dp.detach(ep(*ordinal).ok_or_else(|| missing(*ordinal))?, received).await?;
+            Ok(Effect::RecordPrimary(*ordinal))
+        }
+        Operation::Switchover { from, to } => {
+            dp.switchover(
+                ep(*from).ok_or_else(|| missing(*from))?,
+                ep(*to).ok_or_else(|| missing(*to))?,
+                semi_sync,
+                wait_count,
+            )
+            .await?;
+            Ok(Effect::RecordPrimary(*to))
+        }
+        Operation::Relabel { changes } => Ok(Effect::Relabel(changes.clone())),
+    }
+}

@@ -204,21 +204,23 @@ impl fmt::Debug for AccountPasswords<'_> {
 /// The server's init file (`--init-file`), run at every start before clients are accepted:
 /// creates the accounts or resets their passwords to the given ones. It writes nothing to the
 /// binary log (`sql_log_bin = 0`), so no server gets a transaction of its own that the others
-/// lack (an errant GTID). One statement a line, as the server reads it. Accounts reachable
-/// from the network lose the right to write on a read-only server, so a client of the
-/// read-only Service cannot create errant transactions.
+/// lack (an errant GTID). One statement a line, as the server reads it. The accounts
+/// offered to clients lose the right to write on a read-only server, so a client of the
+/// read-only Service cannot create errant transactions; the operator's account keeps it,
+/// because MariaDB asks for it to change `read_only` itself.
 pub fn accounts_init_sql(flavor: &dyn FlavorSql, p: &AccountPasswords<'_>) -> SecretSql {
     let mut lines = vec!["SET SESSION sql_log_bin = 0;".to_string()];
-    for (user, password, grants) in [
-        (OPERATOR_USER, p.operator, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION"),
-        (REPLICATION_USER, p.replication, "REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {u}"),
-        (ROOT_USER, p.root, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION"),
+    // The operator keeps the bypass: MariaDB requires it to change `read_only` at all.
+    for (user, password, grants, bypass) in [
+        (OPERATOR_USER, p.operator, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION", true),
+        (REPLICATION_USER, p.replication, "REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {u}", false),
+        (ROOT_USER, p.root, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION", false),
     ] {
         let u = format!("{}@'%'", quote(user));
         lines.push(format!("CREATE USER IF NOT EXISTS {u} IDENTIFIED BY {};", quote(password)));
         lines.push(format!("ALTER USER {u} IDENTIFIED BY {};", quote(password)));
         lines.push(format!("GRANT {};", grants.replace("{u}", &u)));
-        if let Some(revoke) = flavor.revoke_read_only_bypass(&u) {
+        if let Some(revoke) = flavor.revoke_read_only_bypass(&u).filter(|_| !bypass) {
             lines.push(format!("{revoke};"));
         }
     }
@@ -595,6 +597,7 @@ mod tests {
         assert!(lines.contains(&"ALTER USER 'repl'@'%' IDENTIFIED BY 'pw''x';"));
         assert!(lines.contains(&"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%';"));
         assert!(lines.contains(&"REVOKE READ_ONLY ADMIN ON *.* FROM 'root'@'%';"));
+        assert!(!lines.contains(&"REVOKE READ_ONLY ADMIN ON *.* FROM 'statecraft'@'%';"), "it promotes and demotes");
         assert!(lines.iter().all(|l| l.ends_with(';')), "one statement a line");
         assert!(!format!("{maria:?} {maria} {p:?}").contains("pw"));
         let mysql = accounts_init_sql(sql(Flavor::Mysql), &p);

@@ -16,13 +16,17 @@
 //!   `deploy/images/images.env`).
 //! - [`MysqlOperator::rbac_rules`]: the namespaced rights the controllers will need.
 //!
-//! What does not exist yet: the controllers (declarative reconcile, the per-cluster
-//! clustering task, backup and restore Jobs). `run` therefore stops with an error saying
-//! so rather than pretending to manage anything.
+//! - [`clustering`]: the per-cluster clustering loop: GTID sets, the pure `decide()`, the
+//!   `mysql_async` data plane, and one pass without Kubernetes.
+//! - [`controller`]: the declarative reconcile and the clustering task that owns status
+//!   and role labels.
+//!
+//! Not yet: backup and restore Jobs, rolling upgrades, metrics of the servers.
 
 pub mod api;
 pub mod build;
 pub mod clustering;
+pub mod controller;
 pub mod flavor;
 pub mod image;
 pub mod validate;
@@ -30,11 +34,11 @@ pub mod validate;
 use std::sync::Arc;
 
 use kube::CustomResourceExt;
+use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
-use statecraft_shared::{Error, Result};
 
 use api::{GROUP, MySQLBackup, MySQLCluster, MySQLRestore};
 
@@ -74,8 +78,8 @@ impl Operator for MysqlOperator {
         ]
     }
 
-    async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(Error::Permanent("the MySQL controllers are not implemented yet".into()))
+    async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
+        controller::run(runtime, shutdown).await
     }
 }
 

@@ -313,6 +313,11 @@ pub struct MySQLClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_version: Option<String>,
 
+    /// The last value of the `mysql.statecraft.io/switchover-to` annotation that was carried
+    /// out (or refused), so one request moves the primary once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handled_switchover: Option<String>,
+
     /// Progress of the current or last rolling upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<UpgradeProgress>,

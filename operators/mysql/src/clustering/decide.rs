@@ -395,7 +395,7 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
     }
     let unfenced: Vec<u32> = candidates
         .iter()
-        .filter(|(_, s)| s.replication.as_ref().is_some_and(|r| r.io_running))
+        .filter(|(_, s)| s.replication.as_ref().is_some_and(|r| r.io_running || r.io_connecting))
         .map(|(m, _)| m.ordinal)
         .collect();
     if !unfenced.is_empty() {

@@ -44,6 +44,7 @@ fn replica(i: u32, of: u32, gtid: &str) -> Member {
                 source_host: addr(of).0,
                 source_port: 3306,
                 io_running: true,
+                io_connecting: false,
                 sql_running: true,
                 retrieved: g(gtid),
                 lag_seconds: Some(0),
@@ -212,6 +213,11 @@ fn a_transient_blip_of_the_primary_does_not_fail_over() {
 fn failover_fences_every_replica_first_then_promotes_the_superset() {
     let mut o = healthy3();
     o.members[0] = down(primary(0, "0-100-10"), FAILOVER_AFTER_PASSES);
+    // Replica 1's receiver lost the primary and retries: it must be fenced too.
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.io_running = false;
+        r.io_connecting = true;
+    }
     // Replica 2 received more than replica 1 but has not applied it yet.
     if let Some(r) = &mut server(&mut o.members[2]).replication {
         r.retrieved = g("0-100-12");
@@ -222,6 +228,7 @@ fn failover_fences_every_replica_first_then_promotes_the_superset() {
     for i in [1, 2] {
         if let Some(r) = &mut server(&mut o.members[i]).replication {
             r.io_running = false;
+            r.io_connecting = false;
         }
     }
     assert_eq!(op(&o), Operation::Promote { ordinal: 2, from: 0, received: "0-100-12".into() });

@@ -98,8 +98,11 @@ pub struct Replication {
     pub source_host: String,
     /// Port it replicates from.
     pub source_port: u16,
-    /// The receiver thread runs.
+    /// The receiver thread runs and is connected.
     pub io_running: bool,
+    /// The receiver thread runs but is (re)connecting: it would take transactions from the
+    /// source again as soon as it answers, so it still has to be fenced.
+    pub io_connecting: bool,
     /// The applier thread runs.
     pub sql_running: bool,
     /// Transactions received (possibly not applied yet).

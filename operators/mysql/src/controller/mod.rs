@@ -1,0 +1,95 @@
+//! The MySQL operator's controllers:
+//!
+//! - [`reconcile`]: the declarative loop (read → validate → build → apply) over each
+//!   MySQLCluster's owned objects; it starts one clustering task per cluster.
+//! - [`task`]: the per-cluster clustering task (gather → decide → one operation), which owns
+//!   the cluster's status, the pods' role labels and everything done to the servers.
+
+pub mod reconcile;
+pub mod task;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Api;
+use kube::runtime::controller::Controller;
+use kube::runtime::watcher;
+use statecraft_shared::Result;
+use statecraft_shared::runner::Runtime;
+use statecraft_shared::tokio_util::sync::CancellationToken;
+
+use crate::api::MySQLCluster;
+
+/// Annotation on a MySQLCluster asking for a switchover to the named pod.
+pub const SWITCHOVER_ANNOTATION: &str = "mysql.statecraft.io/switchover-to";
+
+/// A running clustering task.
+struct TaskHandle {
+    /// The cluster's UID: a cluster deleted and created again under the same name gets a
+    /// new task.
+    uid: String,
+    /// Wakes the task for an immediate pass (capacity 1: extra wakes are dropped).
+    wake: tokio::sync::mpsc::Sender<()>,
+    /// Stops it.
+    cancel: CancellationToken,
+}
+
+/// Shared by the reconciler and the tasks.
+pub struct Context {
+    /// The runner's runtime (client, namespace, events, metrics).
+    pub rt: Arc<Runtime>,
+    /// Stops every task at shutdown.
+    shutdown: CancellationToken,
+    tasks: Mutex<HashMap<String, TaskHandle>>,
+}
+
+impl Context {
+    /// A context whose tasks stop with `shutdown`.
+    pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Self {
+        Context { rt, shutdown, tasks: Mutex::new(HashMap::new()) }
+    }
+
+    /// Starts the clustering task of `name` (if it is not running for this `uid`) and wakes it.
+    pub fn ensure_task(self: &Arc<Self>, name: &str, uid: &str) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tasks.get(name).filter(|t| t.uid == uid && !t.cancel.is_cancelled()) {
+            let _ = t.wake.try_send(());
+            return;
+        }
+        if let Some(old) = tasks.remove(name) {
+            old.cancel.cancel();
+        }
+        let (wake, rx) = tokio::sync::mpsc::channel(1);
+        let cancel = self.shutdown.child_token();
+        tokio::spawn(task::run(self.clone(), name.to_string(), uid.to_string(), rx, cancel.clone()));
+        tasks.insert(name.to_string(), TaskHandle { uid: uid.to_string(), wake, cancel });
+    }
+
+    /// Stops the task of `name` (the cluster is being deleted).
+    pub fn stop_task(&self, name: &str) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tasks.remove(name) {
+            t.cancel.cancel();
+        }
+    }
+}
+
+/// Runs the MySQLCluster controller until `shutdown`.
+pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
+    let client = rt.client.clone();
+    let ns = rt.namespace.clone();
+    let clusters: Api<MySQLCluster> = Api::namespaced(client.clone(), &ns);
+    let owned = watcher::Config::default().labels(&format!("{}={}", crate::build::NAME_LABEL, crate::build::APP_NAME));
+    let controller = Controller::new(clusters, watcher::Config::default())
+        .owns(Api::<StatefulSet>::namespaced(client.clone(), &ns), owned.clone())
+        .owns(Api::<Service>::namespaced(client.clone(), &ns), owned.clone())
+        .owns(Api::<ConfigMap>::namespaced(client.clone(), &ns), owned.clone())
+        .owns(Api::<Secret>::namespaced(client.clone(), &ns), owned.clone())
+        .owns(Api::<PodDisruptionBudget>::namespaced(client, &ns), owned);
+    let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone()));
+    rt.run_controller("mysqlcluster", controller, ctx, reconcile::reconcile, shutdown).await;
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! The declarative reconcile of one MySQLCluster: read → validate (pure) → build (pure) →
+//! apply → start the clustering task. It never talks to the servers and never writes the
+//! status except to report an invalid spec: the clustering task owns the status.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::ApiResource;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use statecraft_shared::apply::{Applier, OrphanPolicy};
+use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::{Error, Result};
+use tracing::info;
+
+use super::Context;
+use crate::api::MySQLCluster;
+use crate::build::secret::{Passwords, secret};
+use crate::build::{Names, config, pdb, services, statefulset};
+use crate::validate::{validate, validate_name};
+
+/// How often a cluster is reconciled without any change (drift correction).
+const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Reconciles one cluster.
+pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<Action> {
+    let rt = &ctx.rt;
+    let name = cluster.name_any();
+    if cluster.metadata.deletion_timestamp.is_some() {
+        // Children go with their owner references; the data volumes stay (StatefulSet claims
+        // have no owner), so deleting a cluster never deletes data.
+        ctx.stop_task(&name);
+        return Ok(Action::await_change());
+    }
+    let api: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let valid = match validate_name(&name).and_then(|()| validate(&cluster.spec)) {
+        Ok(v) => v,
+        Err(err) => {
+            let mut status = cluster.status.clone().unwrap_or_default();
+            let generation = cluster.metadata.generation;
+            let changed = set_condition(
+                &mut status.conditions,
+                ConditionType::Ready,
+                false,
+                err.reason(),
+                &err.to_string(),
+                generation,
+            );
+            if changed {
+                rt.events.warning(&*cluster, err.reason(), "Validate", err.to_string()).await;
+            }
+            patch_status(&api, &*cluster, cluster.status.as_ref(), &status, rt.field_manager).await?;
+            return Err(err);
+        }
+    };
+    let names = Names::new(&name, &rt.namespace);
+
+    // The passwords are generated once and then read back: the servers hold them.
+    let secrets: Api<Secret> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let existing = secrets.get_opt(&names.secret()).await.map_err(|e| Error::kube("reading the password Secret", e))?;
+    let passwords = match existing.as_ref() {
+        Some(s) => Passwords::from_secret(s).ok_or_else(|| {
+            Error::Permanent(format!(
+                "Secret {} lacks a password key; restore it from a backup (the servers hold these passwords)",
+                names.secret()
+            ))
+        })?,
+        None => {
+            info!(cluster = %name, "generating passwords");
+            Passwords::generate(&mut rand::rng())
+        }
+    };
+
+    let mut applier = Applier::new(rt.client.clone(), rt.field_manager, &*cluster, &rt.apply_cache)?;
+    applier.apply(secret(&names, &passwords)).await?;
+    applier.apply(config::config_map(&valid, &names)).await?;
+    applier.apply(services::headless_service(&names)).await?;
+    applier.apply(services::read_write_service(&valid, &names)).await?;
+    applier.apply(services::read_only_service(&valid, &names)).await?;
+    applier.apply(pdb::pdb(&names)).await?;
+    let mut sts = statefulset::statefulset(&valid, &names);
+    // Never remove the primary's pod by scaling down: the clustering task first moves the
+    // primary to a lower ordinal, then the StatefulSet shrinks.
+    if let (Some(spec), Some(primary)) = (sts.spec.as_mut(), recorded_primary(&cluster))
+        && !cluster.spec.stopped
+    {
+        spec.replicas = Some(spec.replicas.unwrap_or(0).max(primary as i32 + 1));
+    }
+    applier.apply(sts).await?;
+    let kinds = [
+        ApiResource::erase::<ConfigMap>(&()),
+        ApiResource::erase::<Service>(&()),
+        ApiResource::erase::<Secret>(&()),
+        ApiResource::erase::<PodDisruptionBudget>(&()),
+        ApiResource::erase::<StatefulSet>(&()),
+    ];
+    for gone in applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await? {
+        rt.events.normal(&*cluster, "Deleted", "Cleanup", format!("deleted {gone}: no longer desired")).await;
+    }
+
+    if let Some(uid) = cluster.metadata.uid.as_deref() {
+        ctx.ensure_task(&name, uid);
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// The ordinal of the primary recorded in status.
+pub fn recorded_primary(cluster: &MySQLCluster) -> Option<u32> {
+    let pod = cluster.status.as_ref()?.current_primary.as_deref()?;
+    let (prefix, ordinal) = pod.rsplit_once('-')?;
+    (prefix == cluster.name_any()).then(|| ordinal.parse().ok()).flatten()
+}

@@ -1,0 +1,331 @@
+//! The clustering task of one cluster: every second, and at once when woken or after an
+//! operation, it gathers the pods and the servers, decides (pure), performs at most one
+//! operation, and writes the status. It is the only writer of the status of a valid cluster
+//! and of the pods' role labels, so those never race.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::tokio_util::sync::CancellationToken;
+use statecraft_shared::{Error, Result};
+use tracing::{info, warn};
+
+use super::reconcile::recorded_primary;
+use super::{Context, SWITCHOVER_ANNOTATION};
+use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus};
+use crate::build::secret::Passwords;
+use crate::build::{MYSQL_PORT, Names, ROLE_LABEL};
+use crate::clustering::dataplane::{DataPlane, Endpoint};
+use crate::clustering::decide::{Decision, Health, Operation, Role, decide};
+use crate::clustering::observed::{Member, Observed, PodState};
+use crate::clustering::pass::{Effect, Streaks, Target, gather, perform};
+use crate::flavor::sql;
+use crate::validate::validate;
+
+/// Time between passes when nothing happened.
+pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What a pass asks of the loop.
+enum Next {
+    /// Run again at once (an operation was performed).
+    Now,
+    /// Run after the interval.
+    Later,
+    /// The cluster is gone: stop.
+    Stop,
+}
+
+/// What the task remembers between passes.
+#[derive(Default)]
+struct Memory {
+    streaks: Streaks,
+    /// The last wait reason published as an Event, so a long wait is one Event, not one a
+    /// second.
+    last_wait: Option<&'static str>,
+}
+
+/// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone.
+pub async fn run(
+    ctx: Arc<Context>,
+    name: String,
+    uid: String,
+    mut wake: tokio::sync::mpsc::Receiver<()>,
+    cancel: CancellationToken,
+) {
+    info!(cluster = %name, "clustering task started");
+    let mut memory = Memory::default();
+    loop {
+        let delay = match pass(&ctx, &name, &uid, &mut memory).await {
+            Ok(Next::Now) => Duration::ZERO,
+            Ok(Next::Later) => PASS_INTERVAL,
+            Ok(Next::Stop) => break,
+            Err(e) => {
+                warn!(cluster = %name, error = %e, "clustering pass failed");
+                PASS_INTERVAL
+            }
+        };
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            _ = wake.recv() => {}
+            () = tokio::time::sleep(delay) => {}
+        }
+    }
+    info!(cluster = %name, "clustering task stopped");
+}
+
+async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Result<Next> {
+    let rt = &ctx.rt;
+    let api: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let Some(cluster) = api.get_opt(name).await.map_err(|e| Error::kube("reading the cluster", e))? else {
+        return Ok(Next::Stop);
+    };
+    if cluster.metadata.uid.as_deref() != Some(uid) || cluster.metadata.deletion_timestamp.is_some() {
+        return Ok(Next::Stop);
+    }
+    // An invalid spec is the reconciler's to report; nothing is done to the servers.
+    let Ok(valid) = validate(&cluster.spec) else { return Ok(Next::Later) };
+    let names = Names::new(name, &rt.namespace);
+    let flavor = sql(valid.spec.flavor);
+
+    let secrets: Api<Secret> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let Some(passwords) = secrets
+        .get_opt(&names.secret())
+        .await
+        .map_err(|e| Error::kube("reading the password Secret", e))?
+        .as_ref()
+        .and_then(Passwords::from_secret)
+    else {
+        return Ok(Next::Later); // the reconciler creates it
+    };
+    let dp = DataPlane::new(flavor, passwords.operator.clone(), passwords.replication.clone());
+
+    let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let selector = names.selector_labels().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    let pod_list =
+        pods.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing pods", e))?;
+
+    let replicas = if cluster.spec.stopped { 0 } else { cluster.spec.replicas.max(0) as u32 };
+    let highest = pod_list.items.iter().filter_map(|p| ordinal_of(name, &p.name_any())).max().map_or(0, |o| o + 1);
+    let targets: Vec<Target> = (0..replicas.max(highest))
+        .map(|i| target(&names, i, pod_list.items.iter().find(|p| p.name_any() == names.pod(i))))
+        .collect();
+
+    let status = cluster.status.clone().unwrap_or_default();
+    let recorded = recorded_primary(&cluster);
+    let request = cluster.annotations().get(SWITCHOVER_ANNOTATION).cloned();
+    let switchover_to =
+        request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(name, r));
+
+    let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
+    let observed = Observed {
+        replicas,
+        paused: cluster.spec.paused,
+        semi_sync: cluster.spec.semi_sync.enabled,
+        ack_count: dp.ack_count(replicas),
+        recorded_primary: recorded,
+        switchover_to,
+        members,
+    };
+    let decision = decide(&observed);
+
+    let mut new_status = status.clone();
+    let mut next = Next::Later;
+    let op = &decision.operation;
+    match op {
+        Operation::Nothing => memory.last_wait = None,
+        Operation::Wait { reason, message } => {
+            if memory.last_wait != Some(*reason) {
+                rt.events.warning(&cluster, reason, "Wait", message.clone()).await;
+                memory.last_wait = Some(reason);
+            }
+        }
+        _ => {
+            memory.last_wait = None;
+            let (reason, note) = describe(op, &names);
+            info!(cluster = %name, operation = ?op, "clustering operation");
+            match perform(&dp, op, &observed, &targets, observed.ack_count).await {
+                Ok(effect) => {
+                    rt.events.normal(&cluster, reason, "Clustering", note).await;
+                    apply_effect(&pods, &names, effect, &mut new_status).await?;
+                    if let (Operation::Switchover { .. }, Some(r)) = (op, &request) {
+                        new_status.handled_switchover = Some(r.clone());
+                    }
+                    next = Next::Now;
+                }
+                Err(e) => {
+                    rt.events.warning(&cluster, reason, "Clustering", format!("{note} failed: {e}")).await;
+                    warn!(cluster = %name, error = %e, "clustering operation failed");
+                }
+            }
+        }
+    }
+    // A switchover request naming the current primary, or nothing valid, is done at once.
+    if let Some(r) = &request
+        && switchover_to.is_none()
+        && new_status.handled_switchover.as_ref() != Some(r)
+    {
+        new_status.handled_switchover = Some(r.clone());
+    }
+
+    fill_status(&mut new_status, &cluster, &names, &observed, &decision, &valid.version.to_string());
+    patch_status(&api, &cluster, cluster.status.as_ref(), &new_status, rt.field_manager).await?;
+    Ok(next)
+}
+
+/// The ordinal of pod `pod` of cluster `cluster`.
+fn ordinal_of(cluster: &str, pod: &str) -> Option<u32> {
+    let (prefix, ordinal) = pod.rsplit_once('-')?;
+    (prefix == cluster).then(|| ordinal.parse().ok()).flatten()
+}
+
+fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
+    let state = match pod {
+        None => PodState::Missing,
+        Some(p) if p.metadata.deletion_timestamp.is_some() => PodState::Terminating,
+        Some(p) => {
+            let st = p.status.as_ref();
+            let running =
+                st.and_then(|s| s.phase.as_deref()) == Some("Running") && st.and_then(|s| s.pod_ip.as_ref()).is_some();
+            let ready = st
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+            if running { PodState::Running { ready } } else { PodState::Pending }
+        }
+    };
+    let ip = pod.and_then(|p| p.status.as_ref()).and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+    Target {
+        ordinal,
+        pod: state,
+        role_label: pod.and_then(|p| p.labels().get(ROLE_LABEL).cloned()),
+        endpoint: Endpoint { host: ip, port: MYSQL_PORT as u16 },
+        address: (names.pod_host(ordinal), MYSQL_PORT as u16),
+    }
+}
+
+/// Event reason and note of an operation.
+fn describe(op: &Operation, names: &Names) -> (&'static str, String) {
+    match op {
+        Operation::Bootstrap { primary } => ("Bootstrap", format!("{} is the first primary", names.pod(*primary))),
+        Operation::MakeWritable { ordinal } => {
+            ("PrimaryWritable", format!("{} now accepts writes", names.pod(*ordinal)))
+        }
+        Operation::Demote { ordinal } => {
+            ("Demote", format!("{} was writable but is not the primary: made read-only", names.pod(*ordinal)))
+        }
+        Operation::ConfigureReplica { ordinal, source } => {
+            ("ConfigureReplica", format!("{} replicates from {}", names.pod(*ordinal), names.pod(*source)))
+        }
+        Operation::Fence { ordinals } => (
+            "Fence",
+            format!(
+                "stopped the receivers of {} so the unreachable primary gets no acknowledgement",
+                ordinals.iter().map(|i| names.pod(*i)).collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        Operation::Promote { ordinal, from, received } => (
+            "Failover",
+            format!("{} replaces {} as primary (applied {received})", names.pod(*ordinal), names.pod(*from)),
+        ),
+        Operation::Switchover { from, to } => {
+            ("Switchover", format!("primary moves from {} to {}", names.pod(*from), names.pod(*to)))
+        }
+        Operation::Relabel { changes } => (
+            "Relabel",
+            changes
+                .iter()
+                .map(|(i, r)| format!("{}={}", names.pod(*i), r.map_or("none", Role::label)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Operation::Nothing | Operation::Wait { .. } => ("Nothing", String::new()),
+    }
+}
+
+async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &mut MySQLClusterStatus) -> Result<()> {
+    match effect {
+        Effect::None => {}
+        Effect::RecordPrimary(i) => status.current_primary = Some(names.pod(i)),
+        Effect::Relabel(changes) => {
+            for (i, role) in changes {
+                let body = serde_json::json!({"metadata": {"labels": {ROLE_LABEL: role.map(Role::label)}}});
+                pods.patch(&names.pod(i), &PatchParams::default(), &Patch::Merge(&body))
+                    .await
+                    .map_err(|e| Error::kube(format!("labelling pod {}", names.pod(i)), e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fill_status(
+    status: &mut MySQLClusterStatus,
+    cluster: &MySQLCluster,
+    names: &Names,
+    o: &Observed,
+    d: &Decision,
+    version: &str,
+) {
+    let generation = cluster.metadata.generation;
+    let primary_ok = d.verdicts.iter().any(|v| v.role == Some(Role::Primary) && v.healthy);
+    status.phase = Some(d.health.as_str().to_string());
+    status.read_write_service = Some(names.read_write_service());
+    status.read_only_service = Some(names.read_only_service());
+    status.members = o
+        .members
+        .iter()
+        .zip(&d.verdicts)
+        .map(|(m, v): (&Member, _)| {
+            let server = m.server.up();
+            MemberStatus {
+                name: names.pod(m.ordinal),
+                role: v.role.map_or("unknown", Role::label).to_string(),
+                ready: v.healthy,
+                gtid_executed: server.map(|s| s.executed.to_string()),
+                lag_seconds: server.and_then(|s| s.replication.as_ref()).and_then(|r| r.lag_seconds),
+                errant: v.errant.is_some(),
+            }
+        })
+        .collect();
+    if d.health == Health::Healthy {
+        status.observed_version = Some(version.to_string());
+    }
+    let (wait_reason, wait_message) = match &d.operation {
+        Operation::Wait { reason, message } => (Some(*reason), message.clone()),
+        _ => (None, String::new()),
+    };
+    let c = &mut status.conditions;
+    let healthy = d.health == Health::Healthy;
+    let reason = wait_reason.unwrap_or(d.health.as_str());
+    let message = if wait_message.is_empty() { format!("cluster is {}", d.health.as_str()) } else { wait_message };
+    set_condition(c, ConditionType::Ready, healthy, reason, &message, generation);
+    set_condition(
+        c,
+        ConditionType::Available,
+        primary_ok,
+        if primary_ok { "PrimaryWritable" } else { "NoWritablePrimary" },
+        &message,
+        generation,
+    );
+    let degraded = matches!(d.health, Health::Degraded | Health::Failed | Health::Lost);
+    set_condition(
+        c,
+        ConditionType::Degraded,
+        degraded,
+        if degraded { reason } else { "AsExpected" },
+        &message,
+        generation,
+    );
+    let progressing = !matches!(d.operation, Operation::Nothing | Operation::Wait { .. });
+    set_condition(
+        c,
+        ConditionType::Progressing,
+        progressing,
+        if progressing { describe(&d.operation, names).0 } else { "Idle" },
+        &message,
+        generation,
+    );
+}

@@ -4,9 +4,13 @@
 //!   MySQLCluster's owned objects; it starts one clustering task per cluster.
 //! - [`task`]: the per-cluster clustering task (gather → decide → one operation), which owns
 //!   the cluster's status, the pods' role labels and everything done to the servers.
+//! - [`metrics`]: the servers' state as Prometheus metrics, from the task's observations.
+//! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
+pub mod metrics;
 pub mod reconcile;
 pub mod task;
+pub mod upgrade;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,9 +21,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
-use statecraft_shared::Result;
 use statecraft_shared::runner::Runtime;
 use statecraft_shared::tokio_util::sync::CancellationToken;
+use statecraft_shared::{Error, Result};
 
 use crate::api::MySQLCluster;
 
@@ -41,6 +45,8 @@ struct TaskHandle {
 pub struct Context {
     /// The runner's runtime (client, namespace, events, metrics).
     pub rt: Arc<Runtime>,
+    /// The servers' metrics, fed by the tasks.
+    pub servers: metrics::ServerMetrics,
     /// Stops every task at shutdown.
     shutdown: CancellationToken,
     tasks: Mutex<HashMap<String, TaskHandle>>,
@@ -48,8 +54,10 @@ pub struct Context {
 
 impl Context {
     /// A context whose tasks stop with `shutdown`.
-    pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Self {
-        Context { rt, shutdown, tasks: Mutex::new(HashMap::new()) }
+    pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
+        let servers = metrics::ServerMetrics::register(&rt.metrics.registry)
+            .map_err(|e| Error::Permanent(format!("registering the server metrics: {e}")))?;
+        Ok(Context { rt, servers, shutdown, tasks: Mutex::new(HashMap::new()) })
     }
 
     /// Starts the clustering task of `name` (if it is not running for this `uid`) and wakes it.
@@ -74,6 +82,7 @@ impl Context {
         if let Some(t) = tasks.remove(name) {
             t.cancel.cancel();
         }
+        self.servers.forget(name);
     }
 }
 
@@ -89,7 +98,7 @@ pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         .owns(Api::<ConfigMap>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<Secret>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<PodDisruptionBudget>::namespaced(client, &ns), owned);
-    let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone()));
+    let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone())?);
     rt.run_controller("mysqlcluster", controller, ctx, reconcile::reconcile, shutdown).await;
     Ok(())
 }

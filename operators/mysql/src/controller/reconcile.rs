@@ -19,7 +19,7 @@ use super::Context;
 use crate::api::MySQLCluster;
 use crate::build::secret::{Passwords, secret};
 use crate::build::{Names, config, pdb, services, statefulset};
-use crate::validate::{validate, validate_name};
+use crate::validate::{check_version_change, validate, validate_name};
 
 /// How often a cluster is reconciled without any change (drift correction).
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
@@ -35,7 +35,13 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         return Ok(Action::await_change());
     }
     let api: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
-    let valid = match validate_name(&name).and_then(|()| validate(&cluster.spec)) {
+    // Downgrades are refused against the version the servers last converged on.
+    let observed_version = cluster.status.as_ref().and_then(|s| s.observed_version.clone());
+    let checked = validate_name(&name).and_then(|()| validate(&cluster.spec)).and_then(|v| match &observed_version {
+        Some(observed) => check_version_change(v.spec.flavor, observed, &v.version).map(|()| v),
+        None => Ok(v),
+    });
+    let valid = match checked {
         Ok(v) => v,
         Err(err) => {
             let mut status = cluster.status.clone().unwrap_or_default();

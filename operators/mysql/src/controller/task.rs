@@ -3,20 +3,24 @@
 //! operation, and writes the status. It is the only writer of the status of a valid cluster
 //! and of the pods' role labels, so those never race.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::Utc;
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::tokio_util::sync::CancellationToken;
+use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
 
 use super::reconcile::recorded_primary;
+use super::upgrade::{self, Gates};
 use super::{Context, SWITCHOVER_ANNOTATION};
-use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus};
+use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
 use crate::build::secret::Passwords;
 use crate::build::{MYSQL_PORT, Names, ROLE_LABEL};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
@@ -24,7 +28,7 @@ use crate::clustering::decide::{Decision, Health, Operation, Role, decide};
 use crate::clustering::observed::{Member, Observed, PodState};
 use crate::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use crate::flavor::sql;
-use crate::validate::validate;
+use crate::validate::{check_version_change, validate};
 
 /// Time between passes when nothing happened.
 pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
@@ -81,15 +85,26 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     let rt = &ctx.rt;
     let api: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let Some(cluster) = api.get_opt(name).await.map_err(|e| Error::kube("reading the cluster", e))? else {
+        ctx.servers.forget(name);
         return Ok(Next::Stop);
     };
     if cluster.metadata.uid.as_deref() != Some(uid) || cluster.metadata.deletion_timestamp.is_some() {
         return Ok(Next::Stop);
     }
-    // An invalid spec is the reconciler's to report; nothing is done to the servers.
-    let Ok(valid) = validate(&cluster.spec) else { return Ok(Next::Later) };
+    // An invalid spec or a refused version change is the reconciler's to report, and it
+    // applies nothing new; the servers are still looked after (a failover cannot wait for a
+    // typo to be fixed), but nothing is rolled.
+    let observed_version = cluster.status.as_ref().and_then(|s| s.observed_version.clone());
+    let checked = validate(&cluster.spec).and_then(|v| match &observed_version {
+        Some(observed) => check_version_change(v.spec.flavor, observed, &v.version).map(|()| v),
+        None => Ok(v),
+    });
+    let (valid, spec_problem) = match checked {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some((e.reason(), e.to_string()))),
+    };
     let names = Names::new(name, &rt.namespace);
-    let flavor = sql(valid.spec.flavor);
+    let flavor = sql(cluster.spec.flavor);
 
     let secrets: Api<Secret> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let Some(passwords) = secrets
@@ -131,6 +146,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         members,
     };
     let decision = decide(&observed);
+    ctx.servers.observe(name, &observed, &decision);
 
     let mut new_status = status.clone();
     let mut next = Next::Later;
@@ -147,7 +163,9 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             memory.last_wait = None;
             let (reason, note) = describe(op, &names);
             info!(cluster = %name, operation = ?op, "clustering operation");
-            match perform(&dp, op, &observed, &targets, observed.ack_count).await {
+            let result = perform(&dp, op, &observed, &targets, observed.ack_count).await;
+            ctx.servers.operation(name, op, result.is_ok());
+            match result {
                 Ok(effect) => {
                     rt.events.normal(&cluster, reason, "Clustering", note).await;
                     apply_effect(&pods, &names, effect, &mut new_status).await?;
@@ -171,9 +189,87 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         new_status.handled_switchover = Some(r.clone());
     }
 
-    fill_status(&mut new_status, &cluster, &names, &observed, &decision, &valid.version.to_string());
+    // A new revision of the StatefulSet is rolled only when the clustering has nothing to do.
+    let mut roll = None;
+    if decision.operation == Operation::Nothing
+        && valid.is_some()
+        && !cluster.spec.paused
+        && replicas > 0
+        && cluster.spec.upgrade_strategy.type_ == UpgradeStrategyType::ReplicasFirst
+    {
+        let gates = Gates {
+            decision: &decision,
+            observed: &observed,
+            targets: &targets,
+            dp: &dp,
+            cluster: name,
+            new_primary: Mutex::new(None),
+        };
+        match roll_step(ctx, &cluster, &pod_list.items, &gates, recorded, &mut new_status).await {
+            Ok(Some((action, again))) => {
+                roll = Some(action);
+                if again {
+                    next = Next::Now;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => warn!(cluster = %name, error = %e, "rolling upgrade step failed"),
+        }
+    }
+
+    let version = valid.as_ref().map(|v| v.version.to_string());
+    fill_status(&mut new_status, &cluster, &names, &observed, &decision, version.as_deref(), roll.as_ref());
+    // The reconciler's verdict on the spec stands: Ready stays False until it is fixed.
+    if let Some((reason, message)) = spec_problem {
+        set_condition(
+            &mut new_status.conditions,
+            ConditionType::Ready,
+            false,
+            reason,
+            &message,
+            cluster.metadata.generation,
+        );
+    }
     patch_status(&api, &cluster, cluster.status.as_ref(), &new_status, rt.field_manager).await?;
     Ok(next)
+}
+
+/// One step of the rolling upgrade: returns the engine's action (for the Progressing
+/// condition) and whether to run the next pass at once.
+async fn roll_step(
+    ctx: &Context,
+    cluster: &MySQLCluster,
+    pods: &[Pod],
+    gates: &Gates<'_>,
+    primary: Option<u32>,
+    status: &mut MySQLClusterStatus,
+) -> Result<Option<(Action, bool)>> {
+    let rt = &ctx.rt;
+    let name = cluster.name_any();
+    let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let Some(sts) = statefulsets.get_opt(&name).await.map_err(|e| Error::kube("reading the StatefulSet", e))? else {
+        return Ok(None);
+    };
+    let members = upgrade::members(&sts, pods, gates.decision, primary, &name);
+    let mut progress = status.upgrade.clone().unwrap_or_default();
+    let step = next_step(&members, gates, &progress).await?;
+    let names = Names::new(&name, &rt.namespace);
+    let moved = gates.new_primary.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(p) = moved {
+        status.current_primary = Some(names.pod(p));
+        rt.events
+            .normal(cluster, "Switchover", "Upgrade", format!("primary moved to {} before its restart", names.pod(p)))
+            .await;
+    }
+    if let Action::Restart { member } = &step.action {
+        let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+        pods.delete(member, &Default::default()).await.map_err(|e| Error::kube(format!("deleting pod {member}"), e))?;
+        rt.events.normal(cluster, "RestartMember", "Upgrade", format!("restarting {member} on the new revision")).await;
+    }
+    let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. }) || moved.is_some();
+    progress.advance(&step, Utc::now());
+    status.upgrade = Some(progress);
+    Ok(Some((step.action, again)))
 }
 
 /// The ordinal of pod `pod` of cluster `cluster`.
@@ -267,7 +363,8 @@ fn fill_status(
     names: &Names,
     o: &Observed,
     d: &Decision,
-    version: &str,
+    version: Option<&str>,
+    roll: Option<&Action>,
 ) {
     let generation = cluster.metadata.generation;
     let primary_ok = d.verdicts.iter().any(|v| v.role == Some(Role::Primary) && v.healthy);
@@ -290,8 +387,9 @@ fn fill_status(
             }
         })
         .collect();
-    if d.health == Health::Healthy {
-        status.observed_version = Some(version.to_string());
+    let rolling = roll.is_some_and(|a| *a != Action::Done);
+    if let Some(v) = version.filter(|_| d.health == Health::Healthy && !rolling) {
+        status.observed_version = Some(v.to_string());
     }
     let (wait_reason, wait_message) = match &d.operation {
         Operation::Wait { reason, message } => (Some(*reason), message.clone()),
@@ -319,13 +417,20 @@ fn fill_status(
         &message,
         generation,
     );
-    let progressing = !matches!(d.operation, Operation::Nothing | Operation::Wait { .. });
-    set_condition(
-        c,
-        ConditionType::Progressing,
-        progressing,
-        if progressing { describe(&d.operation, names).0 } else { "Idle" },
-        &message,
-        generation,
-    );
+    let operating = !matches!(d.operation, Operation::Nothing | Operation::Wait { .. });
+    match roll.filter(|_| !operating) {
+        Some(action) if rolling => {
+            set_condition(c, ConditionType::Progressing, true, action.reason(), &action.message(), generation);
+        }
+        _ => {
+            set_condition(
+                c,
+                ConditionType::Progressing,
+                operating,
+                if operating { describe(&d.operation, names).0 } else { "Idle" },
+                &message,
+                generation,
+            );
+        }
+    }
 }

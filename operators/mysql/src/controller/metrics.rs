@@ -1,0 +1,209 @@
+//! Per-cluster and per-member metrics of the servers, from what the clustering task observes
+//! every second: no exporter sidecar is needed for the replication state. Registered on the
+//! operator's `/metrics` with the `statecraft_mysql_` prefix.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use crate::clustering::decide::{Decision, Health, Operation, Role};
+use crate::clustering::observed::Observed;
+
+/// Every phase a cluster can report, so exactly one `cluster_phase` series is 1.
+const PHASES: [Health; 7] = [
+    Health::Stopped,
+    Health::Paused,
+    Health::Initializing,
+    Health::Healthy,
+    Health::Degraded,
+    Health::Failed,
+    Health::Lost,
+];
+
+/// The gauges and counters of the servers.
+pub struct ServerMetrics {
+    up: IntGaugeVec,
+    primary: IntGaugeVec,
+    read_only: IntGaugeVec,
+    lag: GaugeVec,
+    transactions: IntGaugeVec,
+    errant: IntGaugeVec,
+    semi_sync: IntGaugeVec,
+    phase: IntGaugeVec,
+    operations: IntCounterVec,
+    /// Member names with series, per cluster, for [`ServerMetrics::forget`].
+    seen: Mutex<HashMap<String, BTreeSet<String>>>,
+}
+
+impl ServerMetrics {
+    /// Creates the metrics and registers them on `registry`.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let member = ["cluster", "member"];
+        let m = ServerMetrics {
+            up: IntGaugeVec::new(Opts::new("member_up", "1 when the server answered the last observation."), &member)?,
+            primary: IntGaugeVec::new(Opts::new("member_primary", "1 for the recorded primary."), &member)?,
+            read_only: IntGaugeVec::new(Opts::new("member_read_only", "1 when the server refuses writes."), &member)?,
+            lag: GaugeVec::new(
+                Opts::new(
+                    "member_replication_lag_seconds",
+                    "Seconds a replica is behind its source (absent when unknown).",
+                ),
+                &member,
+            )?,
+            transactions: IntGaugeVec::new(
+                Opts::new("member_gtid_transactions", "Transactions in the server's executed GTID set."),
+                &member,
+            )?,
+            errant: IntGaugeVec::new(
+                Opts::new("member_errant", "1 when the server has transactions the primary lacks (quarantined)."),
+                &member,
+            )?,
+            semi_sync: IntGaugeVec::new(
+                Opts::new("primary_semi_sync_enabled", "1 when the primary waits for replica acknowledgements."),
+                &["cluster"],
+            )?,
+            phase: IntGaugeVec::new(
+                Opts::new("cluster_phase", "1 for the cluster's current phase."),
+                &["cluster", "phase"],
+            )?,
+            operations: IntCounterVec::new(
+                Opts::new("clustering_operations_total", "Clustering operations performed, by kind and result."),
+                &["cluster", "operation", "result"],
+            )?,
+            seen: Mutex::default(),
+        };
+        for c in [&m.up, &m.primary, &m.read_only, &m.transactions, &m.errant, &m.semi_sync, &m.phase] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        registry.register(Box::new(m.lag.clone()))?;
+        registry.register(Box::new(m.operations.clone()))?;
+        Ok(m)
+    }
+
+    /// Records one pass's observation and decision of `cluster` (pod names `<cluster>-<n>`).
+    pub fn observe(&self, cluster: &str, o: &Observed, d: &Decision) {
+        for (m, v) in o.members.iter().zip(&d.verdicts) {
+            let member = format!("{cluster}-{}", m.ordinal);
+            self.seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(cluster.to_string())
+                .or_default()
+                .insert(member.clone());
+            let labels = [cluster, member.as_str()];
+            let server = m.server.up();
+            self.up.with_label_values(&labels).set(i64::from(server.is_some()));
+            self.primary.with_label_values(&labels).set(i64::from(o.recorded_primary == Some(m.ordinal)));
+            self.errant.with_label_values(&labels).set(i64::from(v.errant.is_some()));
+            if let Some(s) = server {
+                self.read_only.with_label_values(&labels).set(i64::from(s.read_only));
+                self.transactions.with_label_values(&labels).set(i64::try_from(s.executed.len()).unwrap_or(i64::MAX));
+                if v.role == Some(Role::Primary) {
+                    self.semi_sync.with_label_values(&[cluster]).set(i64::from(s.semi_sync_source));
+                }
+            }
+            match server.and_then(|s| s.replication.as_ref()).and_then(|r| r.lag_seconds) {
+                Some(lag) => self.lag.with_label_values(&labels).set(lag as f64),
+                None => {
+                    let _ = self.lag.remove_label_values(&labels);
+                }
+            }
+        }
+        for phase in PHASES {
+            self.phase.with_label_values(&[cluster, phase.as_str()]).set(i64::from(phase == d.health));
+        }
+    }
+
+    /// Counts a performed operation.
+    pub fn operation(&self, cluster: &str, op: &Operation, ok: bool) {
+        let kind = match op {
+            Operation::Bootstrap { .. } => "bootstrap",
+            Operation::MakeWritable { .. } => "make_writable",
+            Operation::Demote { .. } => "demote",
+            Operation::ConfigureReplica { .. } => "configure_replica",
+            Operation::Fence { .. } => "fence",
+            Operation::Promote { .. } => "failover",
+            Operation::Switchover { .. } => "switchover",
+            Operation::Relabel { .. } => "relabel",
+            Operation::Nothing | Operation::Wait { .. } => return,
+        };
+        self.operations.with_label_values(&[cluster, kind, if ok { "success" } else { "error" }]).inc();
+    }
+
+    /// Drops every series of a deleted cluster, so it stops alerting.
+    pub fn forget(&self, cluster: &str) {
+        let members = self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(cluster).unwrap_or_default();
+        for member in &members {
+            let labels = [cluster, member.as_str()];
+            for g in [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant] {
+                let _ = g.remove_label_values(&labels);
+            }
+            let _ = self.lag.remove_label_values(&labels);
+        }
+        let _ = self.semi_sync.remove_label_values(&[cluster]);
+        for phase in PHASES {
+            let _ = self.phase.remove_label_values(&[cluster, phase.as_str()]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Flavor;
+    use crate::clustering::decide::decide;
+    use crate::clustering::gtid::GtidSet;
+    use crate::clustering::observed::{Member, PodState, Server, ServerState};
+    use prometheus::{Encoder, TextEncoder};
+
+    fn render(registry: &Registry) -> String {
+        let mut buf = Vec::new();
+        TextEncoder::new().encode(&registry.gather(), &mut buf).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn a_pass_becomes_member_and_phase_series_and_forget_drops_them() {
+        let registry = Registry::new();
+        let m = ServerMetrics::register(&registry).unwrap();
+        let primary = Member {
+            ordinal: 0,
+            pod: PodState::Running { ready: true },
+            role_label: Some("primary".into()),
+            address: ("db-0".into(), 3306),
+            server: ServerState::Up(Server {
+                read_only: false,
+                executed: GtidSet::parse(Flavor::Mariadb, "0-100-42").unwrap(),
+                semi_sync_source: false,
+                replication: None,
+            }),
+            unreachable_passes: 0,
+        };
+        let o = Observed {
+            replicas: 1,
+            semi_sync: true,
+            recorded_primary: Some(0),
+            members: vec![primary],
+            ..Default::default()
+        };
+        let d = decide(&o);
+        m.observe("db", &o, &d);
+        m.operation("db", &Operation::Promote { ordinal: 0, from: 1, received: String::new() }, true);
+        let text = render(&registry);
+        for line in [
+            r#"member_up{cluster="db",member="db-0"} 1"#,
+            r#"member_primary{cluster="db",member="db-0"} 1"#,
+            r#"member_gtid_transactions{cluster="db",member="db-0"} 42"#,
+            r#"cluster_phase{cluster="db",phase="Healthy"} 1"#,
+            r#"cluster_phase{cluster="db",phase="Failed"} 0"#,
+            r#"clustering_operations_total{cluster="db",operation="failover",result="success"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        m.forget("db");
+        let text = render(&registry);
+        assert!(!text.contains(r#"member_up{cluster="db""#), "{text}");
+        assert!(!text.contains(r#"cluster_phase{cluster="db""#), "{text}");
+    }
+}

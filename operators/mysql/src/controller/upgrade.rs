@@ -1,0 +1,139 @@
+//! Rolling a new StatefulSet revision (version, image or configuration change) with the
+//! shared upgrade engine: replicas first, one at a time, each back and caught up before the
+//! next; then a switchover; then the old primary. The StatefulSet uses `OnDelete`, so a pod
+//! changes revision only when this module deletes it.
+
+use std::sync::Mutex;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use statecraft_shared::Result;
+use statecraft_shared::upgrade::{Gate, Member, Role as UpgradeRole, UpgradeGates};
+
+use crate::clustering::dataplane::DataPlane;
+use crate::clustering::decide::{Decision, Health, Operation, Role, SWITCHOVER_MAX_LAG_SECONDS};
+use crate::clustering::observed::Observed;
+use crate::clustering::pass::{Effect, Target, perform};
+
+/// The pod label with the StatefulSet revision a pod was created from.
+const REVISION_LABEL: &str = "controller-revision-hash";
+
+/// The upgrade engine's members: the pods with their revision, the primary as leader.
+pub fn members(
+    sts: &StatefulSet,
+    pods: &[Pod],
+    decision: &Decision,
+    primary: Option<u32>,
+    cluster: &str,
+) -> Vec<Member> {
+    let target = sts.status.as_ref().and_then(|s| s.update_revision.clone()).unwrap_or_default();
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            let name = p.name_any();
+            let ordinal: u32 = name.strip_prefix(cluster)?.strip_prefix('-')?.parse().ok()?;
+            let ready = decision.verdicts.iter().any(|v| v.ordinal == ordinal && v.healthy);
+            Some(Member {
+                name,
+                role: if primary == Some(ordinal) { UpgradeRole::Leader } else { UpgradeRole::Follower },
+                order: ordinal,
+                ready,
+                current_revision: p.labels().get(REVISION_LABEL).cloned().unwrap_or_default(),
+                target_revision: target.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The MySQL gates of a roll, over one pass's observation.
+pub struct Gates<'a> {
+    /// This pass's decision (verdicts per member).
+    pub decision: &'a Decision,
+    /// This pass's observation.
+    pub observed: &'a Observed,
+    /// The members' endpoints.
+    pub targets: &'a [Target],
+    /// The data plane, for the switchover before the primary's restart.
+    pub dp: &'a DataPlane,
+    /// The cluster's name (pods are `<cluster>-<ordinal>`).
+    pub cluster: &'a str,
+    /// Set when `before_restart` moved the primary: the new primary's ordinal, to record.
+    pub new_primary: Mutex<Option<u32>>,
+}
+
+impl Gates<'_> {
+    fn ordinal(&self, member: &Member) -> Option<u32> {
+        member.name.strip_prefix(self.cluster)?.strip_prefix('-')?.parse().ok()
+    }
+
+    fn healthy(&self, ordinal: u32) -> bool {
+        self.decision.verdicts.iter().any(|v| v.ordinal == ordinal && v.healthy)
+    }
+}
+
+impl UpgradeGates for Gates<'_> {
+    /// Every other member must serve in its role: a replica's restart then leaves enough
+    /// replicas to acknowledge commits, and the primary's comes after a switchover.
+    async fn may_restart(&self, member: &Member) -> Result<Gate> {
+        let me = self.ordinal(member);
+        let others_unhealthy: Vec<String> = self
+            .decision
+            .verdicts
+            .iter()
+            .filter(|v| Some(v.ordinal) != me && v.ordinal < self.observed.replicas && !v.healthy)
+            .map(|v| format!("{}-{}", self.cluster, v.ordinal))
+            .collect();
+        if !others_unhealthy.is_empty() {
+            return Ok(Gate::closed(
+                "OtherMembersNotHealthy",
+                format!("not restarting {} while {} do not serve", member.name, others_unhealthy.join(", ")),
+            ));
+        }
+        if self.decision.health == Health::Failed || self.decision.health == Health::Lost {
+            return Ok(Gate::closed("ClusterFailed", "no restarts while the primary is down"));
+        }
+        Ok(Gate::Open)
+    }
+
+    /// Moves the primary to the lowest-ordinal healthy, caught-up replica (a switchover),
+    /// unless there is none to move to (a single server just restarts).
+    async fn before_restart(&self, member: &Member) -> Result<Gate> {
+        let Some(from) = self.ordinal(member) else { return Ok(Gate::Open) };
+        if self.observed.replicas <= 1 {
+            return Ok(Gate::Open);
+        }
+        let to = self.decision.verdicts.iter().find(|v| {
+            v.healthy
+                && v.role == Some(Role::Replica)
+                && self.observed.members.iter().any(|m| {
+                    m.ordinal == v.ordinal
+                        && m.server
+                            .up()
+                            .and_then(|s| s.replication.as_ref())
+                            .and_then(|r| r.lag_seconds)
+                            .is_some_and(|l| l <= SWITCHOVER_MAX_LAG_SECONDS)
+                })
+        });
+        let Some(to) = to else {
+            return Ok(Gate::closed("NoSwitchoverTarget", "no healthy, caught-up replica to move the primary to"));
+        };
+        let op = Operation::Switchover { from, to: to.ordinal };
+        match perform(self.dp, &op, self.observed, self.targets, self.observed.ack_count).await {
+            Ok(Effect::RecordPrimary(p)) => {
+                *self.new_primary.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+                Ok(Gate::Open)
+            }
+            Ok(_) => Ok(Gate::Open),
+            Err(e) => Err(statecraft_shared::Error::DataPlane { system: "mysql".into(), message: e.to_string() }),
+        }
+    }
+
+    /// A restarted member is caught up once it serves in its role again.
+    async fn caught_up(&self, member: &Member) -> Result<Gate> {
+        match self.ordinal(member) {
+            Some(o) if self.healthy(o) => Ok(Gate::Open),
+            _ => Ok(Gate::closed("MemberNotCaughtUp", format!("{} does not serve in its role yet", member.name))),
+        }
+    }
+}

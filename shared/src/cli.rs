@@ -3,7 +3,9 @@
 //! - `run`: run the controllers (leader election on by default);
 //! - `crd`: print the operator's CustomResourceDefinitions as YAML;
 //! - `rbac`: print the ServiceAccount, Role and RoleBinding the operator needs;
-//! - `manifests`: print the RBAC and the Deployment that install the operator.
+//! - `manifests`: print the RBAC and the Deployment that install the operator;
+//! - `job`: run one of the operator's Job tasks (backup, restore) inside a Job's pod;
+//! - `copy-self`: copy the binary into a volume shared with another image's container.
 //!
 //! Every flag can also be set from an environment variable (shown in `--help`), which is
 //! how the Deployment in `deploy/` configures the operator.
@@ -43,6 +45,20 @@ pub enum Command {
         /// The operator image; defaults to the one this build ships with.
         #[arg(long)]
         image: Option<String>,
+    },
+    /// Run one of the operator's Job tasks (a backup, a restore) in the pod of a Job the
+    /// operator created. The task reads its parameters from environment variables, so
+    /// that secrets come from Secret references and never appear on a command line.
+    Job {
+        /// The task's name (e.g. `backup`).
+        name: String,
+    },
+    /// Copy this (static) binary to a path: an init container puts it into a volume shared
+    /// with a container of another image, which then runs `job` with the tools of that image
+    /// (e.g. the database's own dump client).
+    CopySelf {
+        /// Where to put the binary (made executable).
+        dest: std::path::PathBuf,
     },
 }
 
@@ -160,6 +176,15 @@ mod tests {
         assert_eq!(args.leader_lease_duration, Duration::from_secs(4));
         assert_eq!(args.leader_retry_period, Duration::from_millis(500));
         assert_eq!(args.log_format, LogFormat::Text);
+    }
+
+    #[test]
+    fn job_and_copy_self_take_their_operands() {
+        let cli = Cli::try_parse_from(["op", "job", "backup"]).expect("valid command line");
+        assert!(matches!(cli.command, Command::Job { name } if name == "backup"));
+        let cli = Cli::try_parse_from(["op", "copy-self", "/opt/statecraft/op"]).expect("valid command line");
+        assert!(matches!(cli.command, Command::CopySelf { dest } if dest.ends_with("op")));
+        assert!(Cli::try_parse_from(["op", "job"]).is_err(), "a job needs a name");
     }
 
     #[test]

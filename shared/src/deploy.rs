@@ -87,6 +87,15 @@ pub fn spread_over_nodes(labels: &BTreeMap<String, String>) -> Affinity {
     }
 }
 
+/// Environment variable with the operator's own image, set in its Deployment.
+pub const OPERATOR_IMAGE_ENV: &str = "STATECRAFT_OPERATOR_IMAGE";
+
+/// The operator's own image: from [`OPERATOR_IMAGE_ENV`] when running from its Deployment,
+/// else the default image of `name` from `images.env`.
+pub fn operator_image(name: &str) -> Option<String> {
+    std::env::var(OPERATOR_IMAGE_ENV).ok().filter(|i| !i.is_empty()).or_else(|| default_image(name).map(str::to_string))
+}
+
 /// The operator's Deployment in `namespace`, running `image` as service account `name`.
 pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
     let labels = BTreeMap::from([
@@ -105,6 +114,8 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
             field_env("POD_NAME", "metadata.name"),
             field_env("STATECRAFT_NAMESPACE", "metadata.namespace"),
             EnvVar { name: "STATECRAFT_LEADER_ELECTION".into(), value: Some("true".into()), ..Default::default() },
+            // Operators that run Jobs with their own binary (backups) need their image.
+            EnvVar { name: OPERATOR_IMAGE_ENV.into(), value: Some(image.into()), ..Default::default() },
         ]),
         ports: Some(vec![
             ContainerPort { name: Some("metrics".into()), container_port: METRICS_PORT, ..Default::default() },
@@ -176,6 +187,7 @@ mod tests {
         assert_eq!(pod.security_context.and_then(|s| s.run_as_non_root), Some(true));
         let env: Vec<_> = c.env.iter().flatten().map(|e| e.name.as_str()).collect();
         assert!(env.contains(&"POD_NAME") && env.contains(&"STATECRAFT_LEADER_ELECTION"));
+        assert!(env.contains(&OPERATOR_IMAGE_ENV), "operators that run Jobs need their own image");
         assert!(c.liveness_probe.is_some() && c.readiness_probe.is_some());
         assert!(c.resources.as_ref().and_then(|r| r.limits.as_ref()).is_some());
         assert_eq!(pod.service_account_name.as_deref(), Some("statecraft-mysql"));

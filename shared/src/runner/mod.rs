@@ -52,6 +52,14 @@ pub trait Operator: Send + Sync + 'static {
 
     /// Runs the operator's controllers until `shutdown` is cancelled.
     fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> impl Future<Output = Result<()>> + Send;
+
+    /// Runs the Job task `name` (the `job` subcommand), in the pod of a Job the operator
+    /// created. Parameters come from the environment. Operators without Job tasks keep the
+    /// default, which refuses every name.
+    fn run_job(name: &str) -> impl Future<Output = Result<()>> + Send {
+        let err = Error::invalid_spec("job", format!("{} has no job task named {name:?}", Self::NAME));
+        async move { Err(err) }
+    }
 }
 
 /// Shared state handed to the operator's controllers.
@@ -202,6 +210,20 @@ pub async fn main<O: Operator>() -> ExitCode {
             }
             Err(e) => fail(e),
         },
+        Command::Job { name } => {
+            init_job_tracing();
+            match O::run_job(&name).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    error!(job = %name, error = %e, "job failed");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::CopySelf { dest } => match copy_self(&dest) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
         Command::Run(args) => {
             init_tracing(&args);
             match run::<O>(args).await {
@@ -213,6 +235,22 @@ pub async fn main<O: Operator>() -> ExitCode {
             }
         }
     }
+}
+
+/// Copies the running binary to `dest`, executable by everyone.
+fn copy_self(dest: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |what: &str, e: std::io::Error| Error::Permanent(format!("copy-self: {what} {}: {e}", dest.display()));
+    let me = std::env::current_exe().map_err(|e| io("finding this binary to copy to", e))?;
+    std::fs::copy(&me, dest).map_err(|e| io("copying to", e))?;
+    std::fs::set_permissions(dest, std::fs::Permissions::from_mode(0o755)).map_err(|e| io("making executable", e))
+}
+
+/// Job tasks log JSON lines to standard error, filtered by `STATECRAFT_LOG` (default info).
+fn init_job_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STATECRAFT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 fn fail(e: Error) -> ExitCode {

@@ -169,9 +169,11 @@ pub trait FlavorSql: Send + Sync {
         format!("SET GLOBAL {} = ON", self.read_only_variable())
     }
 
-    /// Statement taking from `account` (quoted `'user'@'host'`) the right to write while the
-    /// server is read-only, where the flavor grants it with ALL PRIVILEGES (MariaDB's
-    /// READ_ONLY ADMIN). MySQL's `super_read_only` stops every account, so it needs none.
+    /// Statement taking from `account` (quoted `'user'@'host'`) every right that writes to a
+    /// read-only server's binary log, where the flavor grants it with ALL PRIVILEGES:
+    /// MariaDB's READ_ONLY ADMIN (writes despite `read_only`), RELOAD (`FLUSH PRIVILEGES`
+    /// and `FLUSH TABLES` log a GTID even on a read-only server) and BINLOG ADMIN (`RESET
+    /// MASTER`, `PURGE BINARY LOGS`). MySQL's `super_read_only` stops every account.
     fn revoke_read_only_bypass(&self, _account: &str) -> Option<String> {
         None
     }
@@ -183,6 +185,8 @@ pub const OPERATOR_USER: &str = "statecraft";
 pub const REPLICATION_USER: &str = "repl";
 /// The administrator account offered to users through the Services.
 pub const ROOT_USER: &str = "root";
+/// The account backup Jobs dump with: reads everything, writes nothing.
+pub const BACKUP_USER: &str = "backup";
 
 /// Passwords of the accounts every server has. `Debug` is redacted.
 #[derive(Clone, PartialEq, Eq)]
@@ -193,6 +197,8 @@ pub struct AccountPasswords<'a> {
     pub replication: &'a str,
     /// [`ROOT_USER`] from any host.
     pub root: &'a str,
+    /// [`BACKUP_USER`].
+    pub backup: &'a str,
 }
 
 impl fmt::Debug for AccountPasswords<'_> {
@@ -207,7 +213,8 @@ impl fmt::Debug for AccountPasswords<'_> {
 /// lack (an errant GTID). One statement a line, as the server reads it. The accounts
 /// offered to clients lose the right to write on a read-only server, so a client of the
 /// read-only Service cannot create errant transactions; the operator's account keeps it,
-/// because MariaDB asks for it to change `read_only` itself.
+/// because MariaDB asks for it to change `read_only` itself. The cost: network users
+/// cannot FLUSH, RESET MASTER or PURGE BINARY LOGS (the operator's account can).
 pub fn accounts_init_sql(flavor: &dyn FlavorSql, p: &AccountPasswords<'_>) -> SecretSql {
     let mut lines = vec!["SET SESSION sql_log_bin = 0;".to_string()];
     // The operator keeps the bypass: MariaDB requires it to change `read_only` at all.
@@ -215,6 +222,12 @@ pub fn accounts_init_sql(flavor: &dyn FlavorSql, p: &AccountPasswords<'_>) -> Se
         (OPERATOR_USER, p.operator, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION", true),
         (REPLICATION_USER, p.replication, "REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {u}", false),
         (ROOT_USER, p.root, "ALL PRIVILEGES ON *.* TO {u} WITH GRANT OPTION", false),
+        (
+            BACKUP_USER,
+            p.backup,
+            "SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, REPLICATION CLIENT ON *.* TO {u}",
+            false,
+        ),
     ] {
         let u = format!("{}@'%'", quote(user));
         lines.push(format!("CREATE USER IF NOT EXISTS {u} IDENTIFIED BY {};", quote(password)));
@@ -348,7 +361,7 @@ impl FlavorSql for MariaDb {
         format!("SELECT MASTER_GTID_WAIT({}, {timeout_seconds})", quote(gtids))
     }
     fn revoke_read_only_bypass(&self, account: &str) -> Option<String> {
-        Some(format!("REVOKE READ_ONLY ADMIN ON *.* FROM {account}"))
+        Some(format!("REVOKE READ_ONLY ADMIN, RELOAD, BINLOG ADMIN ON *.* FROM {account}"))
     }
 }
 
@@ -589,15 +602,20 @@ mod tests {
 
     #[test]
     fn accounts_are_created_idempotently_and_redacted() {
-        let p = AccountPasswords { operator: "op", replication: "pw'x", root: "rt" };
+        let p = AccountPasswords { operator: "op", replication: "pw'x", root: "rt", backup: "bk" };
         let maria = accounts_init_sql(sql(Flavor::Mariadb), &p);
         let lines: Vec<&str> = maria.expose().lines().collect();
         assert_eq!(lines[0], "SET SESSION sql_log_bin = 0;", "nothing reaches the binary log");
         assert!(lines.contains(&"CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'pw''x';"));
         assert!(lines.contains(&"ALTER USER 'repl'@'%' IDENTIFIED BY 'pw''x';"));
         assert!(lines.contains(&"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%';"));
-        assert!(lines.contains(&"REVOKE READ_ONLY ADMIN ON *.* FROM 'root'@'%';"));
-        assert!(!lines.contains(&"REVOKE READ_ONLY ADMIN ON *.* FROM 'statecraft'@'%';"), "it promotes and demotes");
+        assert!(lines.contains(&"REVOKE READ_ONLY ADMIN, RELOAD, BINLOG ADMIN ON *.* FROM 'root'@'%';"));
+        assert!(
+            !lines.iter().any(|l| l.starts_with("REVOKE") && l.contains("'statecraft'")),
+            "it promotes and demotes"
+        );
+        let backup = lines.iter().find(|l| l.starts_with("GRANT") && l.contains("'backup'")).unwrap();
+        assert!(!backup.contains("ALL") && !backup.contains("INSERT"), "the backup account writes nothing: {backup}");
         assert!(lines.iter().all(|l| l.ends_with(';')), "one statement a line");
         assert!(!format!("{maria:?} {maria} {p:?}").contains("pw"));
         let mysql = accounts_init_sql(sql(Flavor::Mysql), &p);

@@ -24,11 +24,13 @@
 //! Not yet: backup and restore Jobs, rolling upgrades, metrics of the servers.
 
 pub mod api;
+pub mod backup;
 pub mod build;
 pub mod clustering;
 pub mod controller;
 pub mod flavor;
 pub mod image;
+pub mod jobs;
 pub mod validate;
 
 use std::sync::Arc;
@@ -80,6 +82,10 @@ impl Operator for MysqlOperator {
 
     async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         controller::run(runtime, shutdown).await
+    }
+
+    async fn run_job(name: &str) -> Result<()> {
+        jobs::run(name).await
     }
 }
 

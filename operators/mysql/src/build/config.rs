@@ -30,6 +30,8 @@ pub const OPERATOR_PASSWORD_ENV: &str = "OPERATOR_PASSWORD";
 pub const REPLICATION_PASSWORD_ENV: &str = "REPLICATION_PASSWORD";
 /// See [`OPERATOR_PASSWORD_ENV`].
 pub const ROOT_PASSWORD_ENV: &str = "ROOT_PASSWORD";
+/// See [`OPERATOR_PASSWORD_ENV`].
+pub const BACKUP_PASSWORD_ENV: &str = "BACKUP_PASSWORD";
 /// server_id of the pod of ordinal n is `SERVER_ID_BASE + n` (0 is not a valid id).
 pub const SERVER_ID_BASE: u32 = 100;
 /// A replica lagging more than this many seconds is not ready.
@@ -141,6 +143,7 @@ exec {server} --defaults-file="$CNF" --server-id="$server_id" --report-host="$PO
                 operator: &format!("${{{OPERATOR_PASSWORD_ENV}}}"),
                 replication: &format!("${{{REPLICATION_PASSWORD_ENV}}}"),
                 root: &format!("${{{ROOT_PASSWORD_ENV}}}"),
+                backup: &format!("${{{BACKUP_PASSWORD_ENV}}}"),
             }
         )
         .expose(),
@@ -442,6 +445,7 @@ mod tests {
                 .env("OPERATOR_PASSWORD", "opPW1")
                 .env("REPLICATION_PASSWORD", "replPW2")
                 .env("ROOT_PASSWORD", "rootPW3")
+                .env("BACKUP_PASSWORD", "backupPW4")
                 .output()
         };
         let Ok(first) = run() else { return }; // no shell here
@@ -467,7 +471,7 @@ mod tests {
         let init = std::fs::read_to_string(&init_file).unwrap();
         let expected = crate::flavor::accounts_init_sql(
             sql(Flavor::Mariadb),
-            &AccountPasswords { operator: "opPW1", replication: "replPW2", root: "rootPW3" },
+            &AccountPasswords { operator: "opPW1", replication: "replPW2", root: "rootPW3", backup: "backupPW4" },
         );
         assert_eq!(init, expected.expose());
         assert_eq!(std::fs::metadata(&init_file).unwrap().permissions().mode() & 0o077, 0);

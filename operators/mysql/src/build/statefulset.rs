@@ -12,10 +12,10 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::config::{
-    ALIVE_SH, CONFIG_DIR, DATA_MOUNT, OPERATOR_PASSWORD_ENV, READY_SH, REPLICATION_PASSWORD_ENV, ROOT_PASSWORD_ENV,
-    RUN_DIR, START_SH, config_path, my_cnf,
+    ALIVE_SH, BACKUP_PASSWORD_ENV, CONFIG_DIR, DATA_MOUNT, OPERATOR_PASSWORD_ENV, READY_SH, REPLICATION_PASSWORD_ENV,
+    ROOT_PASSWORD_ENV, RUN_DIR, START_SH, config_path, my_cnf,
 };
-use super::secret::{OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
+use super::secret::{BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
 use super::{MYSQL_PORT, Names, content_hash};
 use crate::validate::ValidSpec;
 use statecraft_shared::deploy::{field_env, restricted_container, spread_over_nodes};
@@ -82,6 +82,7 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             secret_env(OPERATOR_PASSWORD_ENV, names, OPERATOR_KEY),
             secret_env(REPLICATION_PASSWORD_ENV, names, REPLICATION_KEY),
             secret_env(ROOT_PASSWORD_ENV, names, ROOT_KEY),
+            secret_env(BACKUP_PASSWORD_ENV, names, BACKUP_KEY),
         ]),
         ports: Some(vec![ContainerPort {
             name: Some("mysql".into()),
@@ -232,7 +233,8 @@ mod tests {
                 "HEADLESS_SERVICE",
                 "OPERATOR_PASSWORD",
                 "REPLICATION_PASSWORD",
-                "ROOT_PASSWORD"
+                "ROOT_PASSWORD",
+                "BACKUP_PASSWORD"
             ]
         );
         let mounts: Vec<_> = c.volume_mounts.as_ref().unwrap().iter().map(|m| m.mount_path.as_str()).collect();

@@ -111,7 +111,12 @@ pub fn client_binary() -> PathBuf {
 /// Fixed passwords of the operator's accounts, with characters that need quoting so the
 /// init file's escaping is exercised too.
 pub fn passwords() -> AccountPasswords<'static> {
-    AccountPasswords { operator: "op-pass'1\\x", replication: "repl-pass-2", root: "root pass \"3\"" }
+    AccountPasswords {
+        operator: "op-pass'1\\x",
+        replication: "repl-pass-2",
+        root: "root pass \"3\"",
+        backup: "backup-pass-4",
+    }
 }
 
 /// The MySQLClusterSpec every harness server is configured from: MariaDB 10.11, 1Gi.
@@ -142,8 +147,10 @@ pub fn mariadb_settings(replicas: i32) -> Vec<(String, String)> {
     server_settings(&valid)
 }
 
-/// Settings the harness decides, because they are per-process on a shared host.
-const OVERRIDDEN: &[&str] = &["datadir", "socket", "port", "bind_address"];
+/// Settings the harness decides, because they are per-process on a shared host. `tmpdir`
+/// too: servers (and mariadb-install-db's bootstrap) sharing `/tmp` were seen failing on
+/// each other's `#sql-temptable-*` files.
+const OVERRIDDEN: &[&str] = &["datadir", "socket", "port", "bind_address", "tmpdir"];
 
 /// A free loopback port: bound to port 0 and released. Another process may take it before
 /// the server binds it; a start then fails with "Address already in use" in the log.
@@ -177,7 +184,7 @@ impl std::fmt::Debug for MariaDb {
 impl MariaDb {
     /// Initialises a fresh data directory (mariadb-install-db) in its own temporary
     /// directory and starts mariadbd on 127.0.0.1 with a free port, with the operator's
-    /// generated `settings` except datadir/socket/port/bind_address (the harness's own),
+    /// generated `settings` except datadir/socket/port/bind_address/tmpdir (the harness's own),
     /// `--server-id=100+ordinal`, `--report-host=127.0.0.1` and `--init-file` containing
     /// `init_sql`. Waits until it accepts connections (up to [`START_TIMEOUT`]).
     ///
@@ -236,9 +243,12 @@ impl MariaDb {
     fn write_config(&self, settings: &[(String, String)], init_sql: &str) -> Result<(), HarnessError> {
         let data_dir = self.data_dir();
         let socket = self.socket();
+        let tmp = self.dir().join("tmp");
+        fs::create_dir(&tmp).map_err(io_err("creating the server's tmpdir"))?;
         let ours = [
             ("datadir", data_dir.display().to_string()),
             ("socket", socket.display().to_string()),
+            ("tmpdir", tmp.display().to_string()),
             ("port", self.port.to_string()),
             ("bind_address", "127.0.0.1".to_string()),
         ];

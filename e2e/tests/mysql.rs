@@ -15,7 +15,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
 use statecraft_e2e::images::image;
-use statecraft_e2e::{Cluster, TestNamespace, wait_until};
+use statecraft_e2e::{Cluster, Provider, TestNamespace, wait_until};
 use statecraft_mysql::MysqlOperator;
 use statecraft_mysql::api::MySQLCluster;
 use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
@@ -47,13 +47,17 @@ async fn install_operator(cluster: &Cluster, ns: &str) -> TestResult {
     Ok(())
 }
 
-fn mariadb_cluster(name: &str, replicas: i32) -> serde_json::Value {
+/// A MariaDB cluster of `replicas` servers. On the local cluster, whose host-path
+/// provisioner ignores fsGroup, the volumes are handed to the server's user by the opt-in
+/// init container (kind's provisioner makes world-writable directories and needs none).
+fn mariadb_cluster(cluster: &Cluster, name: &str, replicas: i32) -> serde_json::Value {
+    let fix_ownership = cluster.provider == Provider::Local;
     json!({
         "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLCluster",
         "metadata": {"name": name},
         "spec": {
             "flavor": "mariadb", "version": "10.11", "replicas": replicas,
-            "storage": {"size": "1Gi"},
+            "storage": {"size": "1Gi", "fixOwnership": fix_ownership},
             "resources": {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
         }
     })
@@ -184,7 +188,10 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
 
     let name = "db";
     let created = Instant::now();
-    cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&mariadb_cluster(name, 3).to_string()))?;
+    cluster.kubectl_with_input(
+        &["apply", "-n", &ns.name, "-f", "-"],
+        Some(&mariadb_cluster(&cluster, name, 3).to_string()),
+    )?;
     let api: Api<MySQLCluster> = Api::namespaced(cluster.client.clone(), &ns.name);
     let ready = wait_ready(&api, name, Duration::from_secs(400)).await?;
     let status = ready.status.clone().unwrap_or_default();

@@ -76,7 +76,7 @@ impl Operator for MysqlOperator {
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "patch", "delete"]),
             Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),
-            Rule::new("batch", &["jobs"], &["get", "list", "watch", "create", "delete"]),
+            Rule::new("batch", &["jobs"], OWN),
         ]
     }
 

@@ -359,7 +359,7 @@ pub(crate) mod tests {
             version: "10.11".into(),
             image: None,
             replicas: 3,
-            storage: Storage { size: "1Gi".into(), storage_class_name: None },
+            storage: Storage { size: "1Gi".into(), storage_class_name: None, fix_ownership: false },
             resources: None,
             server_config: BTreeMap::new(),
             semi_sync: SemiSync::default(),

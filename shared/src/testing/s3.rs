@@ -47,6 +47,12 @@ impl S3Server {
     /// listens. It picks its own port (`--port 0`) and reports it in its log, so parallel
     /// tests never race for a port.
     pub async fn start() -> io::Result<Self> {
+        Self::start_on("127.0.0.1").await
+    }
+
+    /// [`S3Server::start`] listening on `host` instead of loopback: e2e tests bind the
+    /// node's address so that backup Jobs in pods can reach it.
+    pub async fn start_on(host: &str) -> io::Result<Self> {
         let binary = Self::binary();
         if !binary.exists() {
             return Err(io::Error::new(
@@ -61,7 +67,7 @@ impl S3Server {
         let access_key = format!("AK{}", random_hex(9).to_uppercase());
         let secret_key = random_hex(20);
         let mut child = Command::new(&binary)
-            .args(["--host", "127.0.0.1", "--port", "0", "--access-key", &access_key, "--secret-key", &secret_key])
+            .args(["--host", host, "--port", "0", "--access-key", &access_key, "--secret-key", &secret_key])
             .arg(root.path())
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")

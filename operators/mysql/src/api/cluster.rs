@@ -149,6 +149,13 @@ pub struct Storage {
     /// StorageClass of the volumes. Unset: the cluster's default StorageClass. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_class_name: Option<String>,
+
+    /// Give each new volume to the server's user (uid 999) with an init container that runs
+    /// as root with only the CHOWN capability. Only for storage that ignores the pod's
+    /// fsGroup (hostPath-style provisioners, such as the one of this project's local
+    /// cluster); leave it off elsewhere.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fix_ownership: bool,
 }
 
 /// Semi-synchronous replication settings.

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    ExecAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
     SeccompProfile, SecretKeySelector, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -42,6 +42,29 @@ fn exec_probe(script: &str, period: i32, timeout: i32, failures: i32) -> Probe {
         period_seconds: Some(period),
         timeout_seconds: Some(timeout),
         failure_threshold: Some(failures),
+        ..Default::default()
+    }
+}
+
+/// The opt-in init container of `spec.storage.fixOwnership`: root with only CAP_CHOWN,
+/// giving the volume's root directory to the server's user when it is not already its.
+fn ownership_fix(image: &str) -> Container {
+    let mut security = restricted_container();
+    security.run_as_user = Some(0);
+    security.run_as_group = Some(0);
+    security.run_as_non_root = Some(false);
+    security.capabilities = Some(Capabilities { add: Some(vec!["CHOWN".into()]), drop: Some(vec!["ALL".into()]) });
+    Container {
+        name: "fix-ownership".into(),
+        image: Some(image.into()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            format!("[ \"$(stat -c %u {DATA_MOUNT})\" = {MYSQL_UID} ] || chown {MYSQL_UID}:{MYSQL_UID} {DATA_MOUNT}"),
+        ]),
+        volume_mounts: Some(vec![mount(DATA_VOLUME, DATA_MOUNT, false)]),
+        security_context: Some(security),
         ..Default::default()
     }
 }
@@ -111,6 +134,7 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         ..Default::default()
     };
     let pod = PodSpec {
+        init_containers: spec.storage.fix_ownership.then(|| vec![ownership_fix(&valid.image)]),
         containers: vec![container],
         // A clean InnoDB shutdown of a busy server takes a while.
         termination_grace_period_seconds: Some(120),
@@ -249,6 +273,23 @@ mod tests {
     }
 
     #[test]
+    fn volume_ownership_fix_is_opt_in_and_holds_only_chown() {
+        let plain = build(&spec());
+        assert!(plain.spec.as_ref().unwrap().template.spec.as_ref().unwrap().init_containers.is_none());
+        let mut s = spec();
+        s.storage.fix_ownership = true;
+        let sts = build(&s);
+        let init = &sts.spec.as_ref().unwrap().template.spec.as_ref().unwrap().init_containers.as_ref().unwrap()[0];
+        let sec = init.security_context.as_ref().unwrap();
+        assert_eq!(sec.run_as_user, Some(0));
+        let caps = sec.capabilities.as_ref().unwrap();
+        assert_eq!(caps.add.as_deref(), Some(&["CHOWN".to_string()][..]));
+        assert_eq!(caps.drop.as_deref(), Some(&["ALL".to_string()][..]));
+        assert_eq!(sec.allow_privilege_escalation, Some(false));
+        assert!(init.command.as_ref().unwrap()[2].contains("chown 999:999 /var/lib/mysql"));
+    }
+
+    #[test]
     fn stopped_cluster_has_no_pods_but_keeps_its_claims() {
         let sts = build(&MySQLClusterSpec { stopped: true, ..spec() });
         assert_eq!(sts.spec.as_ref().unwrap().replicas, Some(0));
@@ -262,7 +303,7 @@ mod tests {
             ..Default::default()
         };
         let sts = build(&MySQLClusterSpec {
-            storage: Storage { size: "20Gi".into(), storage_class_name: Some("fast".into()) },
+            storage: Storage { size: "20Gi".into(), storage_class_name: Some("fast".into()), fix_ownership: false },
             resources: Some(resources.clone()),
             image: Some("my/mariadb:10.11.9".into()),
             ..spec()

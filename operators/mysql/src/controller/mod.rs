@@ -4,11 +4,15 @@
 //!   MySQLCluster's owned objects; it starts one clustering task per cluster.
 //! - [`task`]: the per-cluster clustering task (gather → decide → one operation), which owns
 //!   the cluster's status, the pods' role labels and everything done to the servers.
+//! - [`backup`]: one Job per MySQLBackup, its report copied into the backup's status.
+//! - [`restore`]: creates the target cluster of a MySQLRestore and loads the backup into it.
 //! - [`metrics`]: the servers' state as Prometheus metrics, from the task's observations.
 //! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
+pub mod backup;
 pub mod metrics;
 pub mod reconcile;
+pub mod restore;
 pub mod task;
 pub mod upgrade;
 
@@ -16,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
@@ -25,7 +30,7 @@ use statecraft_shared::runner::Runtime;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
-use crate::api::MySQLCluster;
+use crate::api::{MySQLBackup, MySQLCluster, MySQLRestore};
 
 /// Annotation on a MySQLCluster asking for a switchover to the named pod.
 pub const SWITCHOVER_ANNOTATION: &str = "mysql.statecraft.io/switchover-to";
@@ -98,7 +103,15 @@ pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         .owns(Api::<ConfigMap>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<Secret>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<PodDisruptionBudget>::namespaced(client, &ns), owned);
+    let backups = Controller::new(Api::<MySQLBackup>::namespaced(rt.client.clone(), &ns), watcher::Config::default())
+        .owns(Api::<Job>::namespaced(rt.client.clone(), &ns), watcher::Config::default());
+    let restores = Controller::new(Api::<MySQLRestore>::namespaced(rt.client.clone(), &ns), watcher::Config::default())
+        .owns(Api::<Job>::namespaced(rt.client.clone(), &ns), watcher::Config::default());
     let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone())?);
-    rt.run_controller("mysqlcluster", controller, ctx, reconcile::reconcile, shutdown).await;
+    tokio::join!(
+        rt.run_controller("mysqlcluster", controller, ctx.clone(), reconcile::reconcile, shutdown.clone()),
+        rt.run_controller("mysqlbackup", backups, ctx.clone(), backup::reconcile, shutdown.clone()),
+        rt.run_controller("mysqlrestore", restores, ctx, restore::reconcile, shutdown),
+    );
     Ok(())
 }

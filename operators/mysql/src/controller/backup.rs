@@ -1,0 +1,234 @@
+//! The MySQLBackup controller: one Job per backup, taken from a healthy replica (the primary
+//! only in a one-server cluster), and the Job's report copied into the backup's status. The
+//! phases go Pending → Running → Succeeded | Failed and never back: a failed backup is not
+//! retried (the schedule, or a new MySQLBackup, takes the next one).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use statecraft_shared::apply::Applier;
+use statecraft_shared::deploy::operator_image;
+use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::{Error, Result};
+
+use super::Context;
+use crate::MysqlOperator;
+use crate::api::{MySQLBackup, MySQLBackupStatus, MySQLCluster};
+use crate::build::jobs::{JobParams, job};
+use crate::build::secret::BACKUP_KEY;
+use crate::build::{MYSQL_PORT, Names};
+use crate::flavor::BACKUP_USER;
+use crate::jobs::BackupReport;
+use crate::validate::{validate, validate_backup};
+use statecraft_shared::runner::Operator;
+
+/// Phases of a backup.
+pub const PENDING: &str = "Pending";
+/// See [`PENDING`].
+pub const RUNNING: &str = "Running";
+/// See [`PENDING`].
+pub const SUCCEEDED: &str = "Succeeded";
+/// See [`PENDING`].
+pub const FAILED: &str = "Failed";
+
+/// How often a pending or running backup is looked at (Job events usually come first).
+const POLL: Duration = Duration::from_secs(5);
+
+/// The Job of backup `name`.
+pub fn job_name(name: &str) -> String {
+    format!("{name}-backup")
+}
+
+/// The object key of a backup: under the cluster's name, named after the backup and the
+/// time it was created, so that listing a prefix sorts by time.
+pub fn object_key(cluster: &str, backup: &str, created: DateTime<Utc>) -> String {
+    format!("{cluster}/{}-{backup}.sql", created.format("%Y%m%dT%H%M%SZ"))
+}
+
+/// Reconciles one backup.
+pub async fn reconcile(backup: Arc<MySQLBackup>, ctx: Arc<Context>) -> Result<Action> {
+    let rt = &ctx.rt;
+    let api: Api<MySQLBackup> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let old = backup.status.clone();
+    let mut status = old.clone().unwrap_or_default();
+    if matches!(status.phase.as_deref(), Some(SUCCEEDED | FAILED)) {
+        return Ok(Action::await_change());
+    }
+    let outcome = step(&backup, &ctx, &mut status).await;
+    let action = match outcome {
+        Ok(action) => action,
+        Err(e) if e.category() == statecraft_shared::error::ErrorCategory::InvalidSpec => {
+            finish(&mut status, &backup, FAILED, e.reason(), &e.to_string());
+            rt.events.warning(&*backup, e.reason(), "Backup", e.to_string()).await;
+            Action::await_change()
+        }
+        Err(e) => {
+            patch_status(&api, &*backup, old.as_ref(), &status, rt.field_manager).await?;
+            return Err(e);
+        }
+    };
+    patch_status(&api, &*backup, old.as_ref(), &status, rt.field_manager).await?;
+    Ok(action)
+}
+
+fn finish(status: &mut MySQLBackupStatus, backup: &MySQLBackup, phase: &str, reason: &str, message: &str) {
+    status.phase = Some(phase.to_string());
+    let ok = phase == SUCCEEDED;
+    set_condition(&mut status.conditions, ConditionType::Ready, ok, reason, message, backup.metadata.generation);
+}
+
+fn pending(status: &mut MySQLBackupStatus, backup: &MySQLBackup, reason: &str, message: &str) -> Action {
+    finish(status, backup, PENDING, reason, message);
+    Action::requeue(POLL)
+}
+
+async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatus) -> Result<Action> {
+    let rt = &ctx.rt;
+    validate_backup(&backup.spec)?;
+    let name = backup.name_any();
+    let jobs: Api<Job> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let job_name = job_name(&name);
+    if job_name.len() > 63 {
+        return Err(Error::invalid_spec("metadata.name", "must be at most 56 characters (it names the backup's Job)"));
+    }
+    if let Some(job) = jobs.get_opt(&job_name).await.map_err(|e| Error::kube("reading the backup Job", e))? {
+        return observe_job(backup, ctx, &job, status).await;
+    }
+
+    let clusters: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let Some(cluster) =
+        clusters.get_opt(&backup.spec.cluster_name).await.map_err(|e| Error::kube("reading the cluster", e))?
+    else {
+        let msg = format!("MySQLCluster {} does not exist (yet)", backup.spec.cluster_name);
+        return Ok(pending(status, backup, "ClusterNotFound", &msg));
+    };
+    let Some(location) =
+        backup.spec.location.clone().or_else(|| cluster.spec.backup.as_ref().map(|b| b.location.clone()))
+    else {
+        return Err(Error::invalid_spec(
+            "spec.location",
+            format!("is required: MySQLCluster {} has no spec.backup.location", backup.spec.cluster_name),
+        ));
+    };
+    let valid = validate(&cluster.spec)?;
+    let names = Names::new(cluster.name_any(), &rt.namespace);
+    let cluster_status = cluster.status.clone().unwrap_or_default();
+    // A healthy replica (the highest ordinal, the last to become primary); the primary
+    // only when there is no replica.
+    let source = cluster_status
+        .members
+        .iter()
+        .filter(|m| m.role == "replica" && m.ready && !m.errant)
+        .max_by(|a, b| a.name.cmp(&b.name))
+        .or_else(|| {
+            (cluster.spec.replicas == 1)
+                .then(|| cluster_status.members.iter().find(|m| m.role == "primary" && m.ready))
+                .flatten()
+        });
+    let Some(source) = source else {
+        return Ok(pending(status, backup, "NoHealthySource", "waiting for a healthy replica to take the backup from"));
+    };
+    let ordinal: u32 = source.name.rsplit('-').next().and_then(|o| o.parse().ok()).unwrap_or_default();
+    let host = names.pod_host(ordinal);
+    let created = backup
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
+        .unwrap_or_else(Utc::now);
+    let key = object_key(&names.cluster, &name, created);
+    let image = operator_image(MysqlOperator::NAME)
+        .ok_or_else(|| Error::Permanent("the operator does not know its own image".into()))?;
+    let secret = names.secret();
+    let desired = job(&JobParams {
+        name: &job_name,
+        namespace: &rt.namespace,
+        task: "backup",
+        cluster: &names.cluster,
+        server_image: &valid.image,
+        operator_image: &image,
+        flavor: cluster.spec.flavor,
+        host: &host,
+        port: MYSQL_PORT as u16,
+        user: BACKUP_USER,
+        password_secret: (&secret, BACKUP_KEY),
+        location: &location,
+        key: &key,
+        sha256: None,
+    });
+    let mut applier = Applier::new(rt.client.clone(), rt.field_manager, backup, &rt.apply_cache)?;
+    applier.apply(desired).await?;
+    status.start_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
+    let msg = format!("dumping {} to bucket {} key {key}", source.name, location.bucket);
+    finish(status, backup, RUNNING, "JobStarted", &msg);
+    rt.events.normal(backup, "BackupStarted", "Backup", msg).await;
+    Ok(Action::requeue(POLL))
+}
+
+/// The termination message of the Job's (last) pod's main container: the task's JSON
+/// report, or its error.
+pub async fn termination_message(ctx: &Context, job: &str) -> Result<Option<String>> {
+    let pods: Api<Pod> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("job-name={job}")))
+        .await
+        .map_err(|e| Error::kube("listing the Job's pods", e))?;
+    Ok(list.items.iter().rev().find_map(|p| {
+        p.status
+            .as_ref()?
+            .container_statuses
+            .as_ref()?
+            .iter()
+            .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+    }))
+}
+
+async fn observe_job(backup: &MySQLBackup, ctx: &Context, job: &Job, status: &mut MySQLBackupStatus) -> Result<Action> {
+    let rt = &ctx.rt;
+    let js = job.status.clone().unwrap_or_default();
+    let name = job.name_any();
+    if js.succeeded.unwrap_or(0) > 0 {
+        let message = termination_message(ctx, &name).await?.unwrap_or_default();
+        let report: BackupReport = serde_json::from_str(&message).map_err(|e| {
+            Error::Permanent(format!("backup Job {name} succeeded but its report is unreadable ({e}): {message:?}"))
+        })?;
+        status.location = Some(report.url.clone());
+        status.size = Some(i64::try_from(report.bytes).unwrap_or(i64::MAX));
+        status.sha256 = Some(report.sha256.clone());
+        status.gtid_position = Some(report.gtid.clone());
+        status.start_time = Some(report.started_at.clone());
+        status.completion_time = Some(report.finished_at.clone());
+        let msg = format!("{} bytes at {}, GTID position {}", report.bytes, report.url, report.gtid);
+        finish(status, backup, SUCCEEDED, "BackupStored", &msg);
+        rt.events.normal(backup, "BackupSucceeded", "Backup", msg).await;
+        return Ok(Action::await_change());
+    }
+    if js.failed.unwrap_or(0) > 0 {
+        let message = termination_message(ctx, &name).await?.unwrap_or_else(|| "no message".into());
+        let msg = format!("backup Job {name} failed: {}", message.trim());
+        status.completion_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
+        finish(status, backup, FAILED, "JobFailed", &msg);
+        rt.events.warning(backup, "BackupFailed", "Backup", msg).await;
+        return Ok(Action::await_change());
+    }
+    Ok(Action::requeue(POLL))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn keys_sort_by_time_under_the_cluster() {
+        let t = Utc.with_ymd_and_hms(2026, 11, 29, 23, 5, 9).unwrap();
+        assert_eq!(object_key("db", "nightly", t), "db/20261129T230509Z-nightly.sql");
+        assert_eq!(job_name("nightly"), "nightly-backup");
+    }
+}

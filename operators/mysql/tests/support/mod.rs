@@ -126,7 +126,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         version: "10.11".into(),
         image: None,
         replicas,
-        storage: Storage { size: "1Gi".into(), storage_class_name: None },
+        storage: Storage { size: "1Gi".into(), storage_class_name: None, fix_ownership: false },
         resources: None,
         server_config: BTreeMap::new(),
         semi_sync: SemiSync::default(),

@@ -2,9 +2,10 @@
 //! three-server MariaDB cluster, a client writing through the read-write Service, and the
 //! primary pod killed in the middle. Each test names the capability criteria it proves.
 //!
-//! Measurements are appended to `results/e2e/mysql-failover.jsonl` (one JSON object per
-//! failover): method, seconds from the kill to the first acknowledged write after it, and
-//! the count of acknowledged writes lost (must be 0).
+//! Measurements are appended to `results/e2e/mysql-*.jsonl` (one JSON object per event:
+//! failover, switchover, rolling restart): the method, the figures, and the count of
+//! acknowledged writes lost (must be 0). Each test's doc comment names the capability
+//! criteria it proves (`Criteria:`), for the capability report.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -17,8 +18,9 @@ use serde_json::json;
 use statecraft_e2e::images::image;
 use statecraft_e2e::{Cluster, Provider, TestNamespace, wait_until};
 use statecraft_mysql::MysqlOperator;
-use statecraft_mysql::api::MySQLCluster;
+use statecraft_mysql::api::{self as crate_api, MySQLBackup, MySQLCluster, MySQLRestore};
 use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
+use statecraft_shared::testing::s3::S3Server;
 use tokio::sync::Mutex;
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -173,81 +175,187 @@ fn append_result(file: &str, record: serde_json::Value) {
     }
 }
 
-/// Criteria: L1.install (operator installed from its manifests, cluster created → Ready,
-/// Services and role labels), L3.failover (primary pod killed while a client writes; a
-/// replica takes over; every acknowledged write is present afterwards).
+/// A test's cluster: the operator installed in a fresh namespace and one MySQLCluster.
+struct Db {
+    cluster: Cluster,
+    ns: TestNamespace,
+    api: Api<MySQLCluster>,
+    name: String,
+}
+
+impl Db {
+    /// Installs the operator and creates MySQLCluster `name` with `replicas` servers and
+    /// `extra` merged into its spec; waits until it is Ready.
+    async fn create(
+        prefix: &str,
+        name: &str,
+        replicas: i32,
+        extra: serde_json::Value,
+    ) -> Result<Db, Box<dyn std::error::Error + Send + Sync>> {
+        let cluster = Cluster::connect().await?;
+        let ns = TestNamespace::create(&cluster, prefix).await?;
+        install_operator(&cluster, &ns.name).await?;
+        let mut object = mariadb_cluster(&cluster, name, replicas);
+        if let (Some(spec), Some(extra)) = (object["spec"].as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        let created = Instant::now();
+        cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&object.to_string()))?;
+        let api: Api<MySQLCluster> = Api::namespaced(cluster.client.clone(), &ns.name);
+        let db = Db { cluster, ns, api, name: name.to_string() };
+        db.ready().await?;
+        eprintln!("{name}: Ready {:?} after creation", created.elapsed());
+        Ok(db)
+    }
+
+    async fn ready(&self) -> Result<MySQLCluster, statecraft_e2e::E2eError> {
+        wait_ready(&self.api, &self.name, Duration::from_secs(400)).await
+    }
+
+    async fn status(&self) -> Result<crate_api::MySQLClusterStatus, kube::Error> {
+        Ok(self.api.get(&self.name).await?.status.unwrap_or_default())
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Result<String, statecraft_e2e::E2eError> {
+        let mut all = vec!["-n", self.ns.name.as_str()];
+        all.extend_from_slice(args);
+        self.cluster.kubectl(&all)
+    }
+
+    fn patch(&self, patch: serde_json::Value) -> Result<String, statecraft_e2e::E2eError> {
+        self.kubectl(&["patch", "mysqlcluster", &self.name, "--type=merge", "-p", &patch.to_string()])
+    }
+
+    async fn opts(&self) -> Result<Opts, Box<dyn std::error::Error + Send + Sync>> {
+        primary_opts(&self.cluster, &self.ns.name, &self.name).await
+    }
+
+    /// A connection through the read-write Service, retried for a minute.
+    async fn connect(&self) -> Result<Conn, Box<dyn std::error::Error + Send + Sync>> {
+        let opts = self.opts().await?;
+        Ok(wait_until(Duration::from_secs(60), "a connection through the read-write Service", || async {
+            Conn::new(opts.clone()).await.ok()
+        })
+        .await?)
+    }
+
+    /// Creates `app.w`, the table the writer fills.
+    async fn create_table(&self) -> TestResult {
+        let mut c = self.connect().await?;
+        c.query_drop("CREATE DATABASE IF NOT EXISTS app").await?;
+        c.query_drop("CREATE TABLE IF NOT EXISTS app.w (id BIGINT PRIMARY KEY)").await?;
+        Ok(())
+    }
+
+    /// Ids present in `app.w`, read through the read-write Service.
+    async fn rows(&self) -> Result<Vec<u64>, Box<dyn std::error::Error + Send + Sync>> {
+        let mut c = self.connect().await?;
+        Ok(c.query("SELECT id FROM app.w ORDER BY id").await?)
+    }
+
+    /// Events of the cluster with `reason`.
+    fn events(&self, reason: &str) -> Result<usize, statecraft_e2e::E2eError> {
+        let out = self.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            &format!("involvedObject.name={},reason={reason}", self.name),
+            "-o",
+            "name",
+        ])?;
+        Ok(out.lines().filter(|l| !l.is_empty()).count())
+    }
+}
+
+/// A client writing through the read-write Service until stopped.
+struct Writer {
+    log: Arc<Mutex<Vec<Attempt>>>,
+    stop: stop_flag::Flag,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    fn start(opts: Opts) -> Writer {
+        let stop = stop_flag::Flag::default();
+        let (log, handle) = start_writer(opts, stop.clone());
+        Writer { log, stop, handle }
+    }
+
+    async fn attempts(&self) -> Vec<Attempt> {
+        self.log.lock().await.clone()
+    }
+
+    /// Stops writing; returns every attempt.
+    async fn stop(self) -> Result<Vec<Attempt>, tokio::task::JoinError> {
+        self.stop.set();
+        self.handle.await?;
+        Ok(self.log.lock().await.clone())
+    }
+}
+
+/// The longest time between two acknowledged writes that ends after `from`: the write
+/// unavailability an event caused.
+fn longest_gap(attempts: &[Attempt], from: Instant) -> Duration {
+    let acked: Vec<Instant> = attempts.iter().filter(|a| a.acked).map(|a| a.at).collect();
+    acked.windows(2).filter(|w| w[1] > from).map(|w| w[1].duration_since(w[0])).max().unwrap_or_default()
+}
+
+/// Acknowledged ids missing from `present` (sorted).
+fn lost(attempts: &[Attempt], present: &[u64]) -> Vec<u64> {
+    attempts.iter().filter(|a| a.acked && present.binary_search(&a.id).is_err()).map(|a| a.id).collect()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+}
+
+/// Criteria: L1.install (operator installed from its manifests with two replicas and one
+/// leader, cluster created → Ready, Services and role labels), L3.failover (primary pod
+/// killed while a client writes; a replica takes over; every acknowledged write is present
+/// afterwards), L4.metrics (the leader exports the members' state).
 ///
 /// `MYSQL_FAILOVER_RUNS` (default 1) kills the primary that many times in a row.
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes() -> TestResult {
     let runs: usize = std::env::var("MYSQL_FAILOVER_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let cluster = Cluster::connect().await?;
-    let ns = TestNamespace::create(&cluster, "mysql").await?;
-    install_operator(&cluster, &ns.name).await?;
-
-    let name = "db";
-    let created = Instant::now();
-    cluster.kubectl_with_input(
-        &["apply", "-n", &ns.name, "-f", "-"],
-        Some(&mariadb_cluster(&cluster, name, 3).to_string()),
-    )?;
-    let api: Api<MySQLCluster> = Api::namespaced(cluster.client.clone(), &ns.name);
-    let ready = wait_ready(&api, name, Duration::from_secs(400)).await?;
-    let status = ready.status.clone().unwrap_or_default();
-    eprintln!("cluster Ready {:?} after creation; primary {:?}", created.elapsed(), status.current_primary);
+    let db = Db::create("mysql", "db", 3, json!({})).await?;
+    let status = db.status().await?;
     assert_eq!(status.current_primary.as_deref(), Some("db-0"));
     assert_eq!(status.members.len(), 3);
     assert!(status.members.iter().all(|m| m.ready && !m.errant), "{:?}", status.members);
     assert_eq!(status.read_write_service.as_deref(), Some("db-primary"));
-    let labels =
-        cluster.kubectl(&["get", "pods", "-n", &ns.name, "-l", "mysql.statecraft.io/role=replica", "-o", "name"])?;
+    let labels = db.kubectl(&["get", "pods", "-l", "mysql.statecraft.io/role=replica", "-o", "name"])?;
     assert_eq!(labels.lines().count(), 2, "two pods labelled replica: {labels}");
+    check_one_leader_exports_member_metrics(&db).await?;
 
-    let opts = primary_opts(&cluster, &ns.name, name).await?;
-    let mut c = wait_until(Duration::from_secs(60), "a connection through the read-write Service", || async {
-        Conn::new(opts.clone()).await.ok()
-    })
-    .await?;
-    c.query_drop("CREATE DATABASE IF NOT EXISTS app").await?;
-    c.query_drop("CREATE TABLE IF NOT EXISTS app.w (id BIGINT PRIMARY KEY)").await?;
-    drop(c);
-
-    let stop = stop_flag::Flag::default();
-    let (log, writer) = start_writer(opts.clone(), stop.clone());
+    db.create_table().await?;
+    let writer = Writer::start(db.opts().await?);
     let mut records = Vec::new();
     for run in 0..runs {
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let before = api.get(name).await?.status.unwrap_or_default().current_primary.ok_or("no primary")?;
+        let before = db.status().await?.current_primary.ok_or("no primary")?;
         let killed = Instant::now();
-        cluster.kubectl(&["delete", "pod", "-n", &ns.name, &before, "--grace-period=0", "--force", "--wait=false"])?;
+        db.kubectl(&["delete", "pod", &before, "--grace-period=0", "--force", "--wait=false"])?;
         let after = wait_until(Duration::from_secs(60), "a new primary in status", || async {
-            let p = api.get(name).await.ok()?.status?.current_primary?;
+            let p = db.status().await.ok()?.current_primary?;
             (p != before).then_some(p)
         })
         .await?;
         let recorded = killed.elapsed();
-        // First acknowledged write that started after the kill.
         let first_write = wait_until(Duration::from_secs(60), "a write acknowledged after the kill", || async {
-            log.lock().await.iter().find(|a| a.acked && a.at > killed).map(|a| a.at.duration_since(killed))
+            writer.attempts().await.iter().find(|a| a.acked && a.at > killed).map(|a| a.at.duration_since(killed))
         })
         .await?;
         eprintln!("run {run}: killed {before}; {after} recorded after {recorded:?}; first write after {first_write:?}");
         // The killed pod comes back and rejoins before the next run.
-        wait_ready(&api, name, Duration::from_secs(300)).await?;
+        db.ready().await?;
         records.push((before, after, recorded, first_write));
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    stop.set();
-    writer.await?;
-
-    // Every acknowledged write is present, read through the read-write Service.
-    let attempts = log.lock().await.clone();
-    let acked: Vec<u64> = attempts.iter().filter(|a| a.acked).map(|a| a.id).collect();
-    let mut c = Conn::new(opts).await?;
-    let present: Vec<u64> = c.query("SELECT id FROM app.w ORDER BY id").await?;
-    let lost: Vec<u64> = acked.iter().filter(|id| present.binary_search(id).is_err()).copied().collect();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+    let attempts = writer.stop().await?;
+    let lost = lost(&attempts, &db.rows().await?);
+    let acked = attempts.iter().filter(|a| a.acked).count();
     for (before, after, recorded, first_write) in &records {
         append_result(
             "mysql-failover.jsonl",
@@ -257,19 +365,318 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
                 "killed": before, "new_primary": after,
                 "primary_recorded_seconds": recorded.as_secs_f64(),
                 "first_write_seconds": first_write.as_secs_f64(),
-                "acknowledged_writes": acked.len(), "acknowledged_writes_lost": lost.len(),
-                "unix_time": now,
+                "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
+                "unix_time": unix_now(),
             }),
         );
     }
-    assert!(
-        lost.is_empty(),
-        "acknowledged writes lost: {} of {}: {:?}",
-        lost.len(),
-        acked.len(),
-        &lost[..lost.len().min(20)]
-    );
-    assert!(acked.len() > 20, "the client kept writing: {} acknowledged", acked.len());
-    ns.pass();
+    assert!(lost.is_empty(), "acknowledged writes lost: {} of {acked}: {:?}", lost.len(), &lost[..lost.len().min(20)]);
+    assert!(acked > 20, "the client kept writing: {acked} acknowledged");
+    db.ns.pass();
     Ok(())
+}
+
+/// Exactly one of the two operator pods leads, and it exports the members' state.
+async fn check_one_leader_exports_member_metrics(db: &Db) -> TestResult {
+    let ips = db.kubectl(&[
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/name=statecraft-mysql",
+        "-o",
+        "jsonpath={.items[*].status.podIP}",
+    ])?;
+    let mut leaders = 0;
+    for ip in ips.split_whitespace() {
+        let text = wait_until(Duration::from_secs(30), "the operator's /metrics", || async {
+            http_get(&format!("{ip}:8080"), "/metrics").await
+        })
+        .await?;
+        if text.lines().any(|l| l == "statecraft_mysql_leader 1") {
+            leaders += 1;
+            let up = format!("statecraft_mysql_member_up{{cluster=\"{}\",member=\"{}-0\"}} 1", db.name, db.name);
+            assert!(text.lines().any(|l| l == up), "the leader exports {up}");
+            assert!(text.contains("statecraft_mysql_cluster_phase{cluster=\"db\",phase=\"Healthy\"} 1"), "{text}");
+        }
+    }
+    assert_eq!(leaders, 1, "exactly one operator pod leads: {ips}");
+    Ok(())
+}
+
+/// A plain HTTP/1.0 GET (the e2e crate has no HTTP client): the body, or None.
+async fn http_get(addr: &str, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await.ok()?.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await.ok()?.ok()?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// Criteria: L3.switchover (a switchover on request moves the primary with a short write
+/// pause and no lost write; the old primary replicates from the new one).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause() -> TestResult {
+    let db = Db::create("mysql-switch", "db", 3, json!({})).await?;
+    db.create_table().await?;
+    let writer = Writer::start(db.opts().await?);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let asked = Instant::now();
+    db.kubectl(&["annotate", "mysqlcluster", &db.name, "mysql.statecraft.io/switchover-to=db-2", "--overwrite"])?;
+    wait_until(Duration::from_secs(60), "db-2 recorded as primary", || async {
+        (db.status().await.ok()?.current_primary.as_deref() == Some("db-2")).then_some(())
+    })
+    .await?;
+    let recorded = asked.elapsed();
+    db.ready().await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let attempts = writer.stop().await?;
+    let gap = longest_gap(&attempts, asked);
+    let lost = lost(&attempts, &db.rows().await?);
+    let status = db.status().await?;
+    let old = status.members.iter().find(|m| m.name == "db-0").ok_or("no db-0")?;
+    eprintln!("switchover: recorded after {recorded:?}; longest write gap {gap:?}; {} lost", lost.len());
+    append_result(
+        "mysql-switchover.jsonl",
+        json!({
+            "test": "mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause",
+            "method": "annotate mysql.statecraft.io/switchover-to=db-2 while one client inserts rows one at a time through the read-write Service; longest time between two acknowledged inserts after the request",
+            "primary_recorded_seconds": recorded.as_secs_f64(),
+            "write_gap_seconds": gap.as_secs_f64(),
+            "acknowledged_writes_lost": lost.len(),
+            "unix_time": unix_now(),
+        }),
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert_eq!((old.role.as_str(), old.ready), ("replica", true), "the old primary replicates: {old:?}");
+    assert_eq!(status.handled_switchover.as_deref(), Some("db-2"));
+    assert!(db.events("Switchover")? >= 1, "an Event records the switchover");
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L3.scaling (1 → 3 → 5 → 3 servers: new servers join as replicas with the
+/// data, removed ones leave, nothing is lost; the data volumes of removed servers stay).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_scales_1_to_3_to_5_to_3_without_losing_data() -> TestResult {
+    let db = Db::create("mysql-scale", "db", 1, json!({})).await?;
+    db.create_table().await?;
+    let mut c = db.connect().await?;
+    for id in 1..=200u64 {
+        c.query_drop(format!("INSERT INTO app.w (id) VALUES ({id})")).await?;
+    }
+    drop(c);
+    for replicas in [3, 5, 3] {
+        db.patch(json!({"spec": {"replicas": replicas}}))?;
+        let started = Instant::now();
+        wait_until(Duration::from_secs(400), &format!("{replicas} ready members"), || async {
+            let s = db.status().await.ok()?;
+            let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+            (ready && s.members.len() == replicas && s.members.iter().all(|m| m.ready)).then_some(())
+        })
+        .await?;
+        eprintln!("scaled to {replicas} in {:?}", started.elapsed());
+        assert_eq!(db.rows().await?.len(), 200, "every row is there at {replicas} servers");
+    }
+    let pods = db.kubectl(&["get", "pods", "-l", "app.kubernetes.io/instance=db", "-o", "name"])?;
+    assert_eq!(pods.lines().count(), 3, "{pods}");
+    let claims = db.kubectl(&["get", "pvc", "-o", "name"])?;
+    assert!(claims.contains("data-db-4"), "the removed servers' volumes are kept: {claims}");
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L2.rolling-restart (a configuration change that needs a restart rolls the
+/// replicas first, one at a time, then switches over once and restarts the old primary;
+/// writes continue and none is lost).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestResult {
+    let db = Db::create("mysql-roll", "db", 3, json!({})).await?;
+    db.create_table().await?;
+    let writer = Writer::start(db.opts().await?);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let switchovers_before = db.events("Switchover")?;
+    let started = Instant::now();
+    db.patch(json!({"spec": {"serverConfig": {"max_connections": "250"}}}))?;
+    // The roll: every pod replaced, the roll recorded complete in status.
+    let mut primaries = vec![db.status().await?.current_primary.unwrap_or_default()];
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let s = db.status().await?;
+        if let Some(p) = &s.current_primary
+            && primaries.last() != Some(p)
+        {
+            primaries.push(p.clone());
+        }
+        let done = s.upgrade.as_ref().is_some_and(|u| u.completed_at.is_some() && !u.members_done.is_empty());
+        let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        if done && ready && started.elapsed() > Duration::from_secs(5) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the roll did not complete in 600 s: {:?}", s.upgrade).into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = writer.stop().await?;
+    let gap = longest_gap(&attempts, started);
+    let lost = lost(&attempts, &db.rows().await?);
+    let mut c = db.connect().await?;
+    let max: Option<String> = c.query_first("SELECT @@GLOBAL.max_connections").await?;
+    let switchovers = db.events("Switchover")? - switchovers_before;
+    eprintln!("roll: {took:?}; primaries {primaries:?}; longest write gap {gap:?}; {} lost", lost.len());
+    append_result(
+        "mysql-rolling-restart.jsonl",
+        json!({
+            "test": "mysql_config_change_rolls_replicas_first_with_one_switchover",
+            "method": "patch spec.serverConfig (max_connections) of a 3-server cluster while one client inserts rows one at a time through the read-write Service; total roll time and the longest time between two acknowledged inserts",
+            "roll_seconds": took.as_secs_f64(),
+            "write_gap_seconds": gap.as_secs_f64(),
+            "primary_changes": primaries.len() - 1,
+            "acknowledged_writes_lost": lost.len(),
+            "unix_time": unix_now(),
+        }),
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert_eq!(max.as_deref(), Some("250"), "the new setting is live on the primary");
+    assert_eq!(primaries.len(), 2, "exactly one primary change: {primaries:?}");
+    assert!(switchovers >= 1, "the primary moved by switchover, not failover");
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L1.validation (invalid specs are refused by the schema with the field named,
+/// or reported in status with a reason and a Warning Event; nothing is lost).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
+    let db = Db::create("mysql-invalid", "db", 1, json!({})).await?;
+    // Refused by the API server (schema and CEL).
+    let even = db.patch(json!({"spec": {"replicas": 2}})).err().ok_or("2 replicas accepted")?;
+    assert!(even.to_string().contains("spec.replicas"), "{even}");
+    let flavor =
+        db.patch(json!({"spec": {"flavor": "mysql", "version": "8.4"}})).err().ok_or("flavor change accepted")?;
+    assert!(flavor.to_string().contains("spec.flavor is immutable"), "{flavor}");
+    // Accepted by the schema, refused by the operator: status and a Warning Event.
+    db.patch(json!({"spec": {"serverConfig": {"server_id": "7"}}}))?;
+    let reason = wait_until(Duration::from_secs(60), "Ready=False with InvalidSpec", || async {
+        let s = db.status().await.ok()?;
+        let c = s.conditions.iter().find(|c| c.type_ == "Ready")?;
+        (c.status == "False" && c.reason == "InvalidSpec").then(|| c.message.clone())
+    })
+    .await?;
+    assert!(reason.contains("server_id"), "the message names the setting: {reason}");
+    assert!(db.events("InvalidSpec")? >= 1, "a Warning Event");
+    // The server kept running and serving meanwhile.
+    let mut c = db.connect().await?;
+    c.query_drop("CREATE DATABASE IF NOT EXISTS still_writable").await?;
+    db.patch(json!({"spec": {"serverConfig": null}}))?;
+    db.ready().await?;
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L3.backup (a MySQLBackup streams a dump from a replica to S3, with location,
+/// size, checksum, time and GTID position in status), L3.restore (a MySQLRestore creates a
+/// new cluster with identical data).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
+    let db = Db::create("mysql-backup", "db", 3, json!({})).await?;
+    let s3 = S3Server::start_on(&s3_host(&db.cluster)).await?;
+    s3.create_bucket("backups")?;
+    let creds = json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials"},
+        "stringData": {"AWS_ACCESS_KEY_ID": s3.access_key(), "AWS_SECRET_ACCESS_KEY": s3.secret_key()}
+    });
+    db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&creds.to_string()))?;
+    let location = serde_json::to_value(s3.location("backups", "e2e"))?;
+
+    db.create_table().await?;
+    let mut c = db.connect().await?;
+    c.query_drop("CREATE TABLE app.blobs (id INT PRIMARY KEY, b LONGBLOB, t TEXT CHARACTER SET utf8mb4)").await?;
+    for id in 1..=500u64 {
+        c.query_drop(format!("INSERT INTO app.w (id) VALUES ({id})")).await?;
+    }
+    c.query_drop("INSERT INTO app.blobs VALUES (1, REPEAT(UNHEX('00FF7F'), 100000), 'naïve 🦀 ✓')").await?;
+    let source_sums = checksum(&mut c).await?;
+    drop(c);
+
+    let backup = json!({
+        "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLBackup",
+        "metadata": {"name": "first"}, "spec": {"clusterName": "db", "location": location}
+    });
+    let started = Instant::now();
+    db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&backup.to_string()))?;
+    let backups: Api<MySQLBackup> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
+    let status = wait_until(Duration::from_secs(300), "MySQLBackup first Succeeded or Failed", || async {
+        let s = backups.get("first").await.ok()?.status?;
+        matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+    })
+    .await?;
+    eprintln!("backup: {:?} in {:?}", status, started.elapsed());
+    assert_eq!(status.phase.as_deref(), Some("Succeeded"), "{status:?}");
+    let size = status.size.unwrap_or_default();
+    assert!(size > 300_000, "the dump holds the blob: {size} bytes");
+    assert!(status.gtid_position.as_deref().is_some_and(|g| g.starts_with("0-")), "{status:?}");
+    assert!(status.sha256.as_deref().is_some_and(|s| s.len() == 64));
+    let url = status.location.clone().unwrap_or_default();
+    let key = url.strip_prefix("s3://backups/").ok_or("location is in the bucket")?;
+    let stored = std::fs::metadata(s3.object_path("backups", key))?;
+    assert_eq!(stored.len(), size as u64, "the object in S3 has the recorded size");
+
+    // Restore into a new cluster.
+    let restore = json!({
+        "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLRestore",
+        "metadata": {"name": "again"},
+        "spec": {"backupName": "first", "target": {"name": "copy", "spec": mariadb_cluster(&db.cluster, "copy", 3)["spec"]}}
+    });
+    db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&restore.to_string()))?;
+    let restores: Api<MySQLRestore> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
+    let rs = wait_until(Duration::from_secs(600), "MySQLRestore again Succeeded or Failed", || async {
+        let s = restores.get("again").await.ok()?.status?;
+        matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+    })
+    .await?;
+    assert_eq!(rs.phase.as_deref(), Some("Succeeded"), "{rs:?}");
+    let mut c = Conn::new(primary_opts(&db.cluster, &db.ns.name, "copy").await?).await?;
+    assert_eq!(checksum(&mut c).await?, source_sums, "identical data in the restored cluster");
+    // Every server of the copy has it (replication), not only its primary.
+    let replica_sums = db.kubectl(&[
+        "exec",
+        "copy-2",
+        "-c",
+        "mysql",
+        "--",
+        "mariadb",
+        "--defaults-file=/etc/statecraft/client.cnf",
+        "-N",
+        "-e",
+        "CHECKSUM TABLE app.w",
+    ])?;
+    assert!(replica_sums.contains(&source_sums.0.map(|v| v.to_string()).unwrap_or_default()), "{replica_sums}");
+    db.ns.pass();
+    Ok(())
+}
+
+/// `CHECKSUM TABLE` of the backup test's two tables.
+async fn checksum(c: &mut Conn) -> Result<(Option<i64>, Option<i64>), mysql_async::Error> {
+    let w: Option<(String, Option<i64>)> = c.query_first("CHECKSUM TABLE app.w").await?;
+    let b: Option<(String, Option<i64>)> = c.query_first("CHECKSUM TABLE app.blobs").await?;
+    Ok((w.and_then(|r| r.1), b.and_then(|r| r.1)))
+}
+
+/// The address pods reach this machine at: the local cluster's node address, or
+/// `STATECRAFT_E2E_S3_HOST` (for kind, the docker network's gateway).
+fn s3_host(cluster: &Cluster) -> String {
+    std::env::var("STATECRAFT_E2E_S3_HOST").unwrap_or_else(|_| match cluster.provider {
+        Provider::Local => "10.199.0.1".into(),
+        Provider::Kind => "172.18.0.1".into(),
+    })
 }

@@ -82,15 +82,21 @@ impl ServerMetrics {
     }
 
     /// Records one pass's observation and decision of `cluster` (pod names `<cluster>-<n>`).
+    /// Members no longer observed (scaled away) lose their series, so they stop alerting.
     pub fn observe(&self, cluster: &str, o: &Observed, d: &Decision) {
+        let current: BTreeSet<String> = o.members.iter().map(|m| format!("{cluster}-{}", m.ordinal)).collect();
+        let gone: Vec<String> = {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            let known = seen.entry(cluster.to_string()).or_default();
+            let gone = known.difference(&current).cloned().collect();
+            *known = current;
+            gone
+        };
+        for member in &gone {
+            self.remove_member(cluster, member);
+        }
         for (m, v) in o.members.iter().zip(&d.verdicts) {
             let member = format!("{cluster}-{}", m.ordinal);
-            self.seen
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(cluster.to_string())
-                .or_default()
-                .insert(member.clone());
             let labels = [cluster, member.as_str()];
             let server = m.server.up();
             self.up.with_label_values(&labels).set(i64::from(server.is_some()));
@@ -115,6 +121,14 @@ impl ServerMetrics {
         }
     }
 
+    fn remove_member(&self, cluster: &str, member: &str) {
+        let labels = [cluster, member];
+        for g in [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant] {
+            let _ = g.remove_label_values(&labels);
+        }
+        let _ = self.lag.remove_label_values(&labels);
+    }
+
     /// Counts a performed operation.
     pub fn operation(&self, cluster: &str, op: &Operation, ok: bool) {
         let kind = match op {
@@ -135,11 +149,7 @@ impl ServerMetrics {
     pub fn forget(&self, cluster: &str) {
         let members = self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(cluster).unwrap_or_default();
         for member in &members {
-            let labels = [cluster, member.as_str()];
-            for g in [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant] {
-                let _ = g.remove_label_values(&labels);
-            }
-            let _ = self.lag.remove_label_values(&labels);
+            self.remove_member(cluster, member);
         }
         let _ = self.semi_sync.remove_label_values(&[cluster]);
         for phase in PHASES {
@@ -201,6 +211,16 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
+        // A member scaled away loses its series.
+        let mut two = o.clone();
+        let mut second = two.members[0].clone();
+        second.ordinal = 1;
+        two.members.push(second);
+        two.replicas = 2;
+        m.observe("db", &two, &decide(&two));
+        assert!(render(&registry).contains(r#"member_up{cluster="db",member="db-1"} 1"#));
+        m.observe("db", &o, &d);
+        assert!(!render(&registry).contains(r#"member="db-1""#), "scaled-away member still exported");
         m.forget("db");
         let text = render(&registry);
         assert!(!text.contains(r#"member_up{cluster="db""#), "{text}");

@@ -680,3 +680,97 @@ fn s3_host(cluster: &Cluster) -> String {
         Provider::Kind => "172.18.0.1".into(),
     })
 }
+
+impl Db {
+    /// Force-deletes the operator pod holding the leader Lease; returns its name.
+    fn kill_leader(&self) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+        let leader = self.kubectl(&["get", "lease", "statecraft-mysql", "-o", "jsonpath={.spec.holderIdentity}"])?;
+        if leader.is_empty() {
+            return Err("no operator holds the Lease".into());
+        }
+        self.kubectl(&["delete", "pod", &leader, "--grace-period=0", "--force", "--wait=false"])?;
+        Ok(leader)
+    }
+}
+
+/// Criteria: L3.failover (the operator leader killed together with the primary: the
+/// standby operator takes the Lease and completes the failover), L2.rolling-restart (the
+/// operator leader killed while a member restarts: the roll resumes from status and
+/// completes with one primary change). No acknowledged write is lost in either.
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() -> TestResult {
+    let db = Db::create("mysql-resume", "db", 3, json!({})).await?;
+    db.create_table().await?;
+    let writer = Writer::start(db.opts().await?);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // Failover with the operator's leader gone at the same moment.
+    let before = db.status().await?.current_primary.ok_or("no primary")?;
+    let killed = Instant::now();
+    db.kubectl(&["delete", "pod", &before, "--grace-period=0", "--force", "--wait=false"])?;
+    let leader = db.kill_leader()?;
+    let after = wait_until(Duration::from_secs(120), "a new primary recorded by the standby operator", || async {
+        let p = db.status().await.ok()?.current_primary?;
+        (p != before).then_some(p)
+    })
+    .await?;
+    let first_write = wait_until(Duration::from_secs(120), "a write acknowledged after the kill", || async {
+        writer.attempts().await.iter().find(|a| a.acked && a.at > killed).map(|a| a.at.duration_since(killed))
+    })
+    .await?;
+    db.ready().await?;
+    eprintln!("failover without the leader {leader}: {after} took over; first write after {first_write:?}");
+
+    // A roll with the operator's leader killed while a member is restarting.
+    let started = Instant::now();
+    let primary_before_roll = db.status().await?.current_primary.unwrap_or_default();
+    db.patch(json!({"spec": {"serverConfig": {"max_connections": "300"}}}))?;
+    let in_flight = wait_until(Duration::from_secs(120), "a member restarting in the roll", || async {
+        db.status().await.ok()?.upgrade?.in_flight.map(|m| m.name)
+    })
+    .await?;
+    let leader = db.kill_leader()?;
+    eprintln!("killed the operator leader {leader} while {in_flight} restarts");
+    let mut primaries = vec![primary_before_roll];
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let s = db.status().await?;
+        if let Some(p) = &s.current_primary
+            && primaries.last() != Some(p)
+        {
+            primaries.push(p.clone());
+        }
+        let done = s.upgrade.as_ref().is_some_and(|u| u.completed_at.is_some() && u.in_flight.is_none());
+        let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        if done && ready {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the roll did not resume and complete: {:?}", s.upgrade).into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!("roll resumed and completed in {:?}; primaries {primaries:?}", started.elapsed());
+    let attempts = writer.stop().await?;
+    let lost = lost(&attempts, &db.rows().await?);
+    let mut c = db.connect().await?;
+    let max: Option<String> = c.query_first("SELECT @@GLOBAL.max_connections").await?;
+    append_result(
+        "mysql-operator-killed.jsonl",
+        json!({
+            "test": "mysql_operator_killed_during_failover_and_roll_resumes_and_converges",
+            "method": "force-delete the primary pod and the operator pod holding the Lease together (lease 15 s); later force-delete the Lease holder while a member restarts in a roll",
+            "failover_first_write_seconds": first_write.as_secs_f64(),
+            "roll_seconds": started.elapsed().as_secs_f64(),
+            "roll_primary_changes": primaries.len() - 1,
+            "acknowledged_writes_lost": lost.len(),
+            "unix_time": unix_now(),
+        }),
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert_eq!(max.as_deref(), Some("300"));
+    assert_eq!(primaries.len(), 2, "one primary change in the roll: {primaries:?}");
+    db.ns.pass();
+    Ok(())
+}

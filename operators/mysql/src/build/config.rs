@@ -82,6 +82,12 @@ pub fn server_settings(valid: &ValidSpec) -> Vec<(String, String)> {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v)),
     );
+    // Derived from the container's memory unless the user set them.
+    out.extend(
+        super::tuning::tuned_settings(valid.spec.resources.as_ref())
+            .into_iter()
+            .filter(|(k, _)| !valid.server_config.contains_key(k)),
+    );
     out.extend(valid.server_config.iter().map(|(k, v)| (k.clone(), v.clone())));
     out
 }
@@ -277,6 +283,28 @@ mod tests {
         assert_eq!(semi_sync_wait_count(1), 0);
         assert_eq!(semi_sync_wait_count(3), 1);
         assert_eq!(semi_sync_wait_count(5), 2);
+    }
+
+    #[test]
+    fn memory_tunes_the_buffer_pool_unless_the_user_sets_it() {
+        use k8s_openapi::api::core::v1::ResourceRequirements;
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let resources = Some(ResourceRequirements {
+            limits: Some([("memory".into(), Quantity("2Gi".into()))].into()),
+            ..Default::default()
+        });
+        let tuned = settings(&MySQLClusterSpec { resources: resources.clone(), ..spec() });
+        assert_eq!(tuned["innodb_buffer_pool_size"], (9u64 * 128 * 1024 * 1024).to_string());
+        assert!(tuned.contains_key("max_connections"));
+        let mine = MySQLClusterSpec {
+            resources,
+            server_config: [("innodb_buffer_pool_size".into(), "256M".into())].into(),
+            ..spec()
+        };
+        let cnf = my_cnf(&validate(&mine).unwrap());
+        assert_eq!(cnf.matches("innodb_buffer_pool_size").count(), 1, "the user's value only: {cnf}");
+        assert!(cnf.contains("innodb_buffer_pool_size = 256M"));
+        assert!(!settings(&spec()).contains_key("innodb_buffer_pool_size"), "nothing derived without resources");
     }
 
     #[test]

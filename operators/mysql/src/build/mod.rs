@@ -8,6 +8,7 @@ pub mod pdb;
 pub mod secret;
 pub mod services;
 pub mod statefulset;
+pub mod tuning;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,99 @@
+//! Server settings derived from the container's memory, so a cluster sized with
+//! `spec.resources` is tuned without anyone computing buffer sizes: the InnoDB buffer pool
+//! gets most of the memory, and the connection limit follows what is left. A setting the
+//! user gives in `spec.serverConfig` always wins.
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+
+/// Share of the container's memory given to the InnoDB buffer pool: the rest holds
+/// per-connection buffers, the binary log cache and the server's own overhead.
+const BUFFER_POOL_SHARE: f64 = 0.6;
+/// The buffer pool grows in chunks of this size (MariaDB's default chunk); smaller values
+/// are rounded up by the server anyway.
+const CHUNK: u64 = 128 * 1024 * 1024;
+/// Memory budgeted per connection beyond the buffer pool.
+const PER_CONNECTION: u64 = 12 * 1024 * 1024;
+/// Bounds of the derived connection limit.
+const CONNECTIONS: (u64, u64) = (50, 4000);
+
+/// Bytes of a Kubernetes memory quantity (`512Mi`, `1Gi`, `1G`, `1.5Gi`, `1e9`, `2048`).
+pub fn parse_memory(q: &str) -> Option<u64> {
+    let q = q.trim();
+    let split = q.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(q.len());
+    let (number, suffix) = q.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let multiplier: f64 = match suffix {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        _ => return None,
+    };
+    let bytes = value * multiplier;
+    (bytes.is_finite() && bytes >= 0.0).then_some(bytes as u64)
+}
+
+/// The memory the server may use: its limit, else its request.
+fn memory(resources: Option<&ResourceRequirements>) -> Option<u64> {
+    let r = resources?;
+    let pick = |m: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| { m.as_ref()?.get("memory").and_then(|q| parse_memory(&q.0)) };
+    pick(&r.limits).or_else(|| pick(&r.requests))
+}
+
+/// The derived settings (`innodb_buffer_pool_size`, `max_connections`); none without a
+/// memory request or limit.
+pub fn tuned_settings(resources: Option<&ResourceRequirements>) -> Vec<(String, String)> {
+    let Some(memory) = memory(resources) else { return Vec::new() };
+    let pool = ((memory as f64 * BUFFER_POOL_SHARE) as u64 / CHUNK).max(1) * CHUNK;
+    let rest = memory.saturating_sub(pool);
+    let connections = (rest / PER_CONNECTION).clamp(CONNECTIONS.0, CONNECTIONS.1);
+    vec![("innodb_buffer_pool_size".into(), pool.to_string()), ("max_connections".into(), connections.to_string())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    fn limits(mem: &str) -> ResourceRequirements {
+        ResourceRequirements { limits: Some([("memory".into(), Quantity(mem.into()))].into()), ..Default::default() }
+    }
+
+    #[test]
+    fn quantities_parse_in_both_unit_systems() {
+        assert_eq!(parse_memory("512Mi"), Some(512 * 1024 * 1024));
+        assert_eq!(parse_memory("1Gi"), Some(1 << 30));
+        assert_eq!(parse_memory("1.5Gi"), Some(3 << 29));
+        assert_eq!(parse_memory("2G"), Some(2_000_000_000));
+        assert_eq!(parse_memory("1e9"), Some(1_000_000_000));
+        assert_eq!(parse_memory("4096"), Some(4096));
+        assert_eq!(parse_memory("12Qi"), None);
+        assert_eq!(parse_memory("lots"), None);
+    }
+
+    #[test]
+    fn the_buffer_pool_takes_most_memory_in_whole_chunks() {
+        let s: std::collections::BTreeMap<_, _> = tuned_settings(Some(&limits("4Gi"))).into_iter().collect();
+        let pool: u64 = s["innodb_buffer_pool_size"].parse().unwrap();
+        assert_eq!(pool % CHUNK, 0);
+        assert!(pool >= (24 * (1u64 << 30)) / 10 - CHUNK && pool <= (1u64 << 32) * 6 / 10, "{pool}");
+        let conns: u64 = s["max_connections"].parse().unwrap();
+        assert!((50..=4000).contains(&conns), "{conns}");
+        // A small container still gets one chunk and the minimum connection limit.
+        let small: std::collections::BTreeMap<_, _> = tuned_settings(Some(&limits("256Mi"))).into_iter().collect();
+        assert_eq!(small["innodb_buffer_pool_size"], CHUNK.to_string());
+        assert_eq!(small["max_connections"], "50");
+        // The request is used when there is no limit; nothing without either.
+        let req = ResourceRequirements { requests: limits("1Gi").limits, ..Default::default() };
+        assert_eq!(tuned_settings(Some(&req)).len(), 2);
+        assert!(tuned_settings(None).is_empty());
+        assert!(tuned_settings(Some(&ResourceRequirements::default())).is_empty());
+    }
+}

@@ -83,7 +83,8 @@ mod tests {
         let s: std::collections::BTreeMap<_, _> = tuned_settings(Some(&limits("4Gi"))).into_iter().collect();
         let pool: u64 = s["innodb_buffer_pool_size"].parse().unwrap();
         assert_eq!(pool % CHUNK, 0);
-        assert!(pool >= (24 * (1u64 << 30)) / 10 - CHUNK && pool <= (1u64 << 32) * 6 / 10, "{pool}");
+        let sixty_percent = (4u64 << 30) * 6 / 10;
+        assert!((sixty_percent - CHUNK..=sixty_percent).contains(&pool), "{pool}");
         let conns: u64 = s["max_connections"].parse().unwrap();
         assert!((50..=4000).contains(&conns), "{conns}");
         // A small container still gets one chunk and the minimum connection limit.

@@ -247,6 +247,14 @@ fn replicating_from(s: &Server, p: &Member) -> bool {
         .is_some_and(|r| r.io_running && r.sql_running && r.source_host == p.address.0 && r.source_port == p.address.1)
 }
 
+/// Whether `s` is configured to replicate from `p`, its applier runs and its receiver is
+/// connecting (not stopped): it will replicate as soon as the connection is made.
+fn connecting_to(s: &Server, p: &Member) -> bool {
+    s.replication.as_ref().is_some_and(|r| {
+        r.io_connecting && r.sql_running && r.source_host == p.address.0 && r.source_port == p.address.1
+    })
+}
+
 /// No primary recorded: wait for every wanted server, then choose the one whose history
 /// contains all others (ordinal 0 for a new cluster).
 fn bootstrap(o: &Observed) -> (Health, Operation) {
@@ -338,10 +346,12 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         return Operation::MakeWritable { ordinal: p.ordinal };
     }
 
-    // Replicas that are up, not errant and not replicating from the primary.
+    // Replicas that are up, not errant and not replicating from the primary. One whose
+    // receiver is (re)connecting to the right source is given time: reconfiguring it would
+    // only restart the connection attempt.
     for m in o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas) {
-        let Some(v) = verdict(m.ordinal) else { continue };
-        if m.server.up().is_some() && v.errant.is_none() && !v.healthy && !matches!(m.pod, PodState::Terminating) {
+        let (Some(v), Some(s)) = (verdict(m.ordinal), m.server.up()) else { continue };
+        if v.errant.is_none() && !v.healthy && !matches!(m.pod, PodState::Terminating) && !connecting_to(s, p) {
             return Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal };
         }
     }

@@ -172,6 +172,23 @@ fn a_replica_not_replicating_is_configured() {
 }
 
 #[test]
+fn a_replica_connecting_to_the_primary_is_given_time_not_reconfigured() {
+    let mut o = healthy3();
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.io_running = false;
+        r.io_connecting = true;
+    }
+    let d = decide(&o);
+    assert_eq!(d.verdicts[1].role, None, "not serving until connected");
+    assert_eq!(d.operation, Operation::Relabel { changes: vec![(1, None)] });
+    // Connecting to a former primary is another matter: repoint it.
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.source_host = addr(2).0;
+    }
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+}
+
+#[test]
 fn an_errant_replica_is_quarantined_not_repointed() {
     let mut o = healthy3();
     server(&mut o.members[2]).executed = g("0-102-11");

@@ -58,6 +58,11 @@ pub async fn reconcile(backup: Arc<MySQLBackup>, ctx: Arc<Context>) -> Result<Ac
     let old = backup.status.clone();
     let mut status = old.clone().unwrap_or_default();
     if matches!(status.phase.as_deref(), Some(SUCCEEDED | FAILED)) {
+        // After a restart every finished backup passes here once: the age metric is
+        // rebuilt from the newest success.
+        if let Some(done) = completed_at(&status).filter(|_| status.phase.as_deref() == Some(SUCCEEDED)) {
+            ctx.servers.backup_succeeded(&backup.spec.cluster_name, done);
+        }
         return Ok(Action::await_change());
     }
     let outcome = step(&backup, &ctx, &mut status).await;
@@ -75,6 +80,11 @@ pub async fn reconcile(backup: Arc<MySQLBackup>, ctx: Arc<Context>) -> Result<Ac
     };
     patch_status(&api, &*backup, old.as_ref(), &status, rt.field_manager).await?;
     Ok(action)
+}
+
+/// Completion time of a backup, in Unix seconds.
+fn completed_at(status: &MySQLBackupStatus) -> Option<i64> {
+    status.completion_time.as_deref().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.timestamp())
 }
 
 fn finish(status: &mut MySQLBackupStatus, backup: &MySQLBackup, phase: &str, reason: &str, message: &str) {
@@ -206,6 +216,10 @@ async fn observe_job(backup: &MySQLBackup, ctx: &Context, job: &Job, status: &mu
         status.completion_time = Some(report.finished_at.clone());
         let msg = format!("{} bytes at {}, GTID position {}", report.bytes, report.url, report.gtid);
         finish(status, backup, SUCCEEDED, "BackupStored", &msg);
+        ctx.servers.backup_finished(&backup.spec.cluster_name, true);
+        if let Some(done) = completed_at(status) {
+            ctx.servers.backup_succeeded(&backup.spec.cluster_name, done);
+        }
         rt.events.normal(backup, "BackupSucceeded", "Backup", msg).await;
         return Ok(Action::await_change());
     }
@@ -214,6 +228,7 @@ async fn observe_job(backup: &MySQLBackup, ctx: &Context, job: &Job, status: &mu
         let msg = format!("backup Job {name} failed: {}", message.trim());
         status.completion_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
         finish(status, backup, FAILED, "JobFailed", &msg);
+        ctx.servers.backup_finished(&backup.spec.cluster_name, false);
         rt.events.warning(backup, "BackupFailed", "Backup", msg).await;
         return Ok(Action::await_change());
     }

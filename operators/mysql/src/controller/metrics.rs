@@ -32,6 +32,8 @@ pub struct ServerMetrics {
     semi_sync: IntGaugeVec,
     phase: IntGaugeVec,
     operations: IntCounterVec,
+    backup_last_success: IntGaugeVec,
+    backups: IntCounterVec,
     /// Member names with series, per cluster, for [`ServerMetrics::forget`].
     seen: Mutex<HashMap<String, BTreeSet<String>>>,
 }
@@ -71,6 +73,14 @@ impl ServerMetrics {
                 Opts::new("clustering_operations_total", "Clustering operations performed, by kind and result."),
                 &["cluster", "operation", "result"],
             )?,
+            backup_last_success: IntGaugeVec::new(
+                Opts::new("backup_last_success_timestamp_seconds", "Completion time of the newest successful backup."),
+                &["cluster"],
+            )?,
+            backups: IntCounterVec::new(
+                Opts::new("backups_total", "Backups finished by this operator process, by result."),
+                &["cluster", "result"],
+            )?,
             seen: Mutex::default(),
         };
         for c in [&m.up, &m.primary, &m.read_only, &m.transactions, &m.errant, &m.semi_sync, &m.phase] {
@@ -78,6 +88,8 @@ impl ServerMetrics {
         }
         registry.register(Box::new(m.lag.clone()))?;
         registry.register(Box::new(m.operations.clone()))?;
+        registry.register(Box::new(m.backup_last_success.clone()))?;
+        registry.register(Box::new(m.backups.clone()))?;
         Ok(m)
     }
 
@@ -145,6 +157,20 @@ impl ServerMetrics {
         self.operations.with_label_values(&[cluster, kind, if ok { "success" } else { "error" }]).inc();
     }
 
+    /// Records a successful backup of `cluster` completed at `unix_seconds` (kept if newer
+    /// than the one known), e.g. for every succeeded backup seen after a restart.
+    pub fn backup_succeeded(&self, cluster: &str, unix_seconds: i64) {
+        let g = self.backup_last_success.with_label_values(&[cluster]);
+        if unix_seconds > g.get() {
+            g.set(unix_seconds);
+        }
+    }
+
+    /// Counts a backup that finished while this process watched, by result.
+    pub fn backup_finished(&self, cluster: &str, ok: bool) {
+        self.backups.with_label_values(&[cluster, if ok { "success" } else { "failure" }]).inc();
+    }
+
     /// Drops every series of a deleted cluster, so it stops alerting.
     pub fn forget(&self, cluster: &str) {
         let members = self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(cluster).unwrap_or_default();
@@ -152,6 +178,7 @@ impl ServerMetrics {
             self.remove_member(cluster, member);
         }
         let _ = self.semi_sync.remove_label_values(&[cluster]);
+        let _ = self.backup_last_success.remove_label_values(&[cluster]);
         for phase in PHASES {
             let _ = self.phase.remove_label_values(&[cluster, phase.as_str()]);
         }
@@ -200,6 +227,9 @@ mod tests {
         let d = decide(&o);
         m.observe("db", &o, &d);
         m.operation("db", &Operation::Promote { ordinal: 0, from: 1, received: String::new() }, true);
+        m.backup_succeeded("db", 200);
+        m.backup_succeeded("db", 100);
+        m.backup_finished("db", false);
         let text = render(&registry);
         for line in [
             r#"member_up{cluster="db",member="db-0"} 1"#,
@@ -208,6 +238,8 @@ mod tests {
             r#"cluster_phase{cluster="db",phase="Healthy"} 1"#,
             r#"cluster_phase{cluster="db",phase="Failed"} 0"#,
             r#"clustering_operations_total{cluster="db",operation="failover",result="success"} 1"#,
+            r#"backup_last_success_timestamp_seconds{cluster="db"} 200"#,
+            r#"backups_total{cluster="db",result="failure"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

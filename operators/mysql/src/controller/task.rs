@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -21,6 +22,7 @@ use super::reconcile::recorded_primary;
 use super::upgrade::{self, Gates};
 use super::{Context, SWITCHOVER_ANNOTATION};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
+use crate::build::jobs::{CLUSTER_LABEL, KIND_LABEL};
 use crate::build::secret::Passwords;
 use crate::build::{MYSQL_PORT, Names, ROLE_LABEL};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
@@ -197,15 +199,16 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         && replicas > 0
         && cluster.spec.upgrade_strategy.type_ == UpgradeStrategyType::ReplicasFirst
     {
-        let gates = Gates {
+        let mut gates = Gates {
             decision: &decision,
             observed: &observed,
             targets: &targets,
             dp: &dp,
             cluster: name,
+            backup_running: None,
             new_primary: Mutex::new(None),
         };
-        match roll_step(ctx, &cluster, &pod_list.items, &gates, recorded, &mut new_status).await {
+        match roll_step(ctx, &cluster, &pod_list.items, &mut gates, recorded, &mut new_status).await {
             Ok(Some((action, again))) => {
                 roll = Some(action);
                 if again {
@@ -240,7 +243,7 @@ async fn roll_step(
     ctx: &Context,
     cluster: &MySQLCluster,
     pods: &[Pod],
-    gates: &Gates<'_>,
+    gates: &mut Gates<'_>,
     primary: Option<u32>,
     status: &mut MySQLClusterStatus,
 ) -> Result<Option<(Action, bool)>> {
@@ -251,8 +254,20 @@ async fn roll_step(
         return Ok(None);
     };
     let members = upgrade::members(&sts, pods, gates.decision, primary, &name);
+    // Restarts wait for a running backup (a restarted source would fail it); looked up only
+    // when some member needs a restart.
+    if members.iter().any(|m| m.needs_restart()) {
+        let jobs: Api<Job> = Api::namespaced(rt.client.clone(), &rt.namespace);
+        let selector = format!("{CLUSTER_LABEL}={name},{KIND_LABEL}=backup");
+        let list = jobs
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| Error::kube("listing backup Jobs", e))?;
+        gates.backup_running =
+            list.items.iter().find(|j| j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0).map(|j| j.name_any());
+    }
     let mut progress = status.upgrade.clone().unwrap_or_default();
-    let step = next_step(&members, gates, &progress).await?;
+    let step = next_step(&members, &*gates, &progress).await?;
     let names = Names::new(&name, &rt.namespace);
     let moved = gates.new_primary.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(p) = moved {

@@ -47,6 +47,10 @@ pub fn members(
 }
 
 /// The MySQL gates of a roll, over one pass's observation.
+///
+/// `may_restart` refuses while a backup runs or another member does not serve;
+/// `before_restart` switches the primary over; `caught_up` waits until the restarted member
+/// serves in its role again.
 pub struct Gates<'a> {
     /// This pass's decision (verdicts per member).
     pub decision: &'a Decision,
@@ -58,6 +62,8 @@ pub struct Gates<'a> {
     pub dp: &'a DataPlane,
     /// The cluster's name (pods are `<cluster>-<ordinal>`).
     pub cluster: &'a str,
+    /// A backup Job of the cluster that is running, if any: no restart meanwhile.
+    pub backup_running: Option<String>,
     /// Set when `before_restart` moved the primary: the new primary's ordinal, to record.
     pub new_primary: Mutex<Option<u32>>,
 }
@@ -76,6 +82,12 @@ impl UpgradeGates for Gates<'_> {
     /// Every other member must serve in its role: a replica's restart then leaves enough
     /// replicas to acknowledge commits, and the primary's comes after a switchover.
     async fn may_restart(&self, member: &Member) -> Result<Gate> {
+        if let Some(job) = &self.backup_running {
+            return Ok(Gate::closed(
+                "BackupRunning",
+                format!("not restarting {} while backup Job {job} runs", member.name),
+            ));
+        }
         let me = self.ordinal(member);
         let others_unhealthy: Vec<String> = self
             .decision
@@ -135,5 +147,62 @@ impl UpgradeGates for Gates<'_> {
             Some(o) if self.healthy(o) => Ok(Gate::Open),
             _ => Ok(Gate::closed("MemberNotCaughtUp", format!("{} does not serve in its role yet", member.name))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Flavor;
+    use crate::clustering::decide::Verdict;
+    use crate::flavor::sql;
+
+    fn decision(healthy: [bool; 3]) -> Decision {
+        Decision {
+            health: if healthy.iter().all(|h| *h) { Health::Healthy } else { Health::Degraded },
+            operation: Operation::Nothing,
+            verdicts: (0..3)
+                .map(|i| Verdict {
+                    ordinal: i,
+                    role: Some(if i == 0 { Role::Primary } else { Role::Replica }),
+                    healthy: healthy[i as usize],
+                    errant: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn member(name: &str) -> Member {
+        Member { name: name.into(), ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn restarts_wait_for_backups_and_for_every_other_member() {
+        let dp = DataPlane::new(sql(Flavor::Mariadb), String::new(), String::new());
+        let observed = Observed { replicas: 3, ..Default::default() };
+        let d = decision([true, true, true]);
+        let mut gates = Gates {
+            decision: &d,
+            observed: &observed,
+            targets: &[],
+            dp: &dp,
+            cluster: "db",
+            backup_running: None,
+            new_primary: Mutex::new(None),
+        };
+        assert_eq!(gates.may_restart(&member("db-2")).await.unwrap(), Gate::Open);
+        assert_eq!(gates.caught_up(&member("db-2")).await.unwrap(), Gate::Open);
+        gates.backup_running = Some("nightly-backup".into());
+        let closed = gates.may_restart(&member("db-2")).await.unwrap();
+        assert!(matches!(closed, Gate::Closed { ref reason, .. } if reason == "BackupRunning"), "{closed:?}");
+
+        let d = decision([true, false, true]);
+        let gates = Gates { decision: &d, backup_running: None, ..gates };
+        // The broken member itself may restart; nobody else while it is broken.
+        assert_eq!(gates.may_restart(&member("db-1")).await.unwrap(), Gate::Open);
+        let closed = gates.may_restart(&member("db-2")).await.unwrap();
+        assert!(matches!(closed, Gate::Closed { ref reason, .. } if reason == "OtherMembersNotHealthy"), "{closed:?}");
+        let waiting = gates.caught_up(&member("db-1")).await.unwrap();
+        assert!(matches!(waiting, Gate::Closed { ref reason, .. } if reason == "MemberNotCaughtUp"));
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{Secret, Service};
-use kube::Api;
+use kube::{Api, ResourceExt};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
@@ -772,6 +772,55 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     assert_eq!(max.as_deref(), Some("300"));
     assert_eq!(primaries.len(), 2, "one primary change in the roll: {primaries:?}");
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L3.scheduled-backup (backups are taken on the cluster's cron schedule), and
+/// retention (expired backups are deleted from S3 with their MySQLBackups; the newest is
+/// kept).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let s3 = S3Server::start_on(&s3_host(&cluster)).await?;
+    s3.create_bucket("scheduled")?;
+    let policy = json!({
+        "schedule": "* * * * *",
+        "retention": {"keepLast": 1},
+        "location": serde_json::to_value(s3.location("scheduled", "e2e"))?,
+    });
+    let db = Db::create("mysql-sched", "db", 3, json!({"backup": policy})).await?;
+    let creds = json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials"},
+        "stringData": {"AWS_ACCESS_KEY_ID": s3.access_key(), "AWS_SECRET_ACCESS_KEY": s3.secret_key()}
+    });
+    db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&creds.to_string()))?;
+    let backups: Api<MySQLBackup> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
+    let succeeded = || async {
+        let list = backups.list(&Default::default()).await.ok()?;
+        let names: Vec<String> = list
+            .items
+            .iter()
+            .filter(|b| b.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+            .map(|b| b.name_any())
+            .collect();
+        Some((names, list.items.len()))
+    };
+    // Two slots a minute apart: the first backup is taken, then replaced by the second.
+    let (first, _) = wait_until(Duration::from_secs(150), "a scheduled backup succeeded", || async {
+        succeeded().await.filter(|(n, _)| !n.is_empty())
+    })
+    .await?;
+    let first = first[0].clone();
+    let (kept, total) = wait_until(Duration::from_secs(200), "the first backup expired after a newer one", || async {
+        succeeded().await.filter(|(n, _)| !n.is_empty() && !n.contains(&first))
+    })
+    .await?;
+    let objects = std::fs::read_dir(s3.root().join("scheduled/e2e/db"))?.count();
+    eprintln!("scheduled: first {first}; kept {kept:?} of {total}; {objects} object(s) in S3");
+    assert_eq!(objects, 1, "keepLast: 1 leaves one object");
+    assert!(db.events("BackupScheduled")? >= 2);
     db.ns.pass();
     Ok(())
 }

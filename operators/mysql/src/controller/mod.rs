@@ -6,6 +6,7 @@
 //!   the cluster's status, the pods' role labels and everything done to the servers.
 //! - [`backup`]: one Job per MySQLBackup, its report copied into the backup's status.
 //! - [`restore`]: creates the target cluster of a MySQLRestore and loads the backup into it.
+//! - [`scheduled`]: backups on the cluster's schedule, and their retention.
 //! - [`metrics`]: the servers' state as Prometheus metrics, from the task's observations.
 //! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
@@ -13,6 +14,7 @@ pub mod backup;
 pub mod metrics;
 pub mod reconcile;
 pub mod restore;
+pub mod scheduled;
 pub mod task;
 pub mod upgrade;
 

@@ -19,6 +19,7 @@ use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
 
 use super::reconcile::recorded_primary;
+use super::scheduled;
 use super::upgrade::{self, Gates};
 use super::{Context, SWITCHOVER_ANNOTATION};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
@@ -49,6 +50,8 @@ enum Next {
 #[derive(Default)]
 struct Memory {
     streaks: Streaks,
+    /// The last backup slot handled by the schedule.
+    backup_slot: Option<chrono::DateTime<Utc>>,
     /// The last wait reason published as an Event, so a long wait is one Event, not one a
     /// second.
     last_wait: Option<&'static str>,
@@ -218,6 +221,14 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             Ok(None) => {}
             Err(e) => warn!(cluster = %name, error = %e, "rolling upgrade step failed"),
         }
+    }
+
+    // Scheduled backups need a valid spec and a cluster that can serve a dump.
+    if valid.is_some() && !cluster.spec.paused && matches!(decision.health, Health::Healthy | Health::Degraded)
+        && let Err(e) = scheduled::run(ctx, &cluster, &mut memory.backup_slot).await
+    {
+        warn!(cluster = %name, error = %e, "scheduled backup or retention failed");
+        rt.events.warning(&cluster, e.reason(), "Schedule", format!("scheduled backup or retention failed: {e}")).await;
     }
 
     let version = valid.as_ref().map(|v| v.version.to_string());

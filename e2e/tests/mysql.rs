@@ -503,25 +503,7 @@ async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestR
     let started = Instant::now();
     db.patch(json!({"spec": {"serverConfig": {"max_connections": "250"}}}))?;
     // The roll: every pod replaced, the roll recorded complete in status.
-    let mut primaries = vec![db.status().await?.current_primary.unwrap_or_default()];
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let s = db.status().await?;
-        if let Some(p) = &s.current_primary
-            && primaries.last() != Some(p)
-        {
-            primaries.push(p.clone());
-        }
-        let done = s.upgrade.as_ref().is_some_and(|u| u.completed_at.is_some() && !u.members_done.is_empty());
-        let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
-        if done && ready && started.elapsed() > Duration::from_secs(5) {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(format!("the roll did not complete in 600 s: {:?}", s.upgrade).into());
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let primaries = db.wait_for_roll(Duration::from_secs(600)).await?;
     let took = started.elapsed();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let attempts = writer.stop().await?;
@@ -682,6 +664,33 @@ fn s3_host(cluster: &Cluster) -> String {
 }
 
 impl Db {
+    /// Waits until a roll has completed (recorded in status, nothing in flight, Ready) and
+    /// returns the primaries seen meanwhile, starting with the current one.
+    async fn wait_for_roll(&self, timeout: Duration) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
+        let started = Instant::now();
+        let mut primaries = vec![self.status().await?.current_primary.unwrap_or_default()];
+        loop {
+            let s = self.status().await?;
+            if let Some(p) = &s.current_primary
+                && primaries.last() != Some(p)
+            {
+                primaries.push(p.clone());
+            }
+            let done = s
+                .upgrade
+                .as_ref()
+                .is_some_and(|u| u.completed_at.is_some() && u.in_flight.is_none() && !u.members_done.is_empty());
+            let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+            if done && ready && started.elapsed() > Duration::from_secs(5) {
+                return Ok(primaries);
+            }
+            if started.elapsed() > timeout {
+                return Err(format!("the roll did not complete in {timeout:?}: {:?}", s.upgrade).into());
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     /// Force-deletes the operator pod holding the leader Lease; returns its name.
     fn kill_leader(&self) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
         let leader = self.kubectl(&["get", "lease", "statecraft-mysql", "-o", "jsonpath={.spec.holderIdentity}"])?;
@@ -734,23 +743,10 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
     let leader = db.kill_leader()?;
     eprintln!("killed the operator leader {leader} while {in_flight} restarts");
     let mut primaries = vec![primary_before_roll];
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let s = db.status().await?;
-        if let Some(p) = &s.current_primary
-            && primaries.last() != Some(p)
-        {
-            primaries.push(p.clone());
+    for p in db.wait_for_roll(Duration::from_secs(600)).await? {
+        if primaries.last() != Some(&p) {
+            primaries.push(p);
         }
-        let done = s.upgrade.as_ref().is_some_and(|u| u.completed_at.is_some() && u.in_flight.is_none());
-        let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
-        if done && ready {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(format!("the roll did not resume and complete: {:?}", s.upgrade).into());
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
     eprintln!("roll resumed and completed in {:?}; primaries {primaries:?}", started.elapsed());
     let attempts = writer.stop().await?;
@@ -823,4 +819,76 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
     assert!(db.events("BackupScheduled")? >= 2);
     db.ns.pass();
     Ok(())
+}
+
+/// A measurement, not a capability check: the operator's resident memory while it manages
+/// `MYSQL_MEASURE_CLUSTERS` (default 20) one-server clusters, read from /proc of the
+/// leader's process on the node (local cluster only). Written to
+/// `results/e2e/mysql-operator-memory.jsonl`.
+#[tokio::test]
+#[ignore = "a measurement on the local cluster: cargo test -p statecraft-e2e --test mysql -- --ignored mysql_measure"]
+async fn mysql_measure_operator_memory_with_many_clusters() -> TestResult {
+    let count: usize = std::env::var("MYSQL_MEASURE_CLUSTERS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let db = Db::create("mysql-many", "c0", 1, json!({})).await?;
+    if db.cluster.provider != Provider::Local {
+        eprintln!("skipped: reads the operator's /proc on the local cluster's node");
+        return Ok(());
+    }
+    for i in 1..count {
+        let mut object = mariadb_cluster(&db.cluster, &format!("c{i}"), 1);
+        object["spec"]["resources"] = json!({"requests": {"cpu": "10m", "memory": "128Mi"}});
+        db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&object.to_string()))?;
+    }
+    let started = Instant::now();
+    wait_until(Duration::from_secs(900), &format!("{count} clusters Ready"), || async {
+        let list = db.api.list(&Default::default()).await.ok()?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        (ready == count).then_some(())
+    })
+    .await?;
+    let all_ready = started.elapsed();
+    // Let a minute of steady one-second passes go by before reading the peak.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let leader = db.kubectl(&["get", "lease", "statecraft-mysql", "-o", "jsonpath={.spec.holderIdentity}"])?;
+    let uid = db.kubectl(&["get", "pod", &leader, "-o", "jsonpath={.metadata.uid}"])?;
+    let (rss, hwm) = operator_memory(&uid).ok_or("the leader's process was not found under /proc")?;
+    eprintln!("{count} clusters Ready after {all_ready:?}; operator VmRSS {rss} KiB, VmHWM {hwm} KiB");
+    append_result(
+        "mysql-operator-memory.jsonl",
+        json!({
+            "test": "mysql_measure_operator_memory_with_many_clusters",
+            "method": "one-server MariaDB clusters created at once; VmRSS and VmHWM of the leader's statecraft-mysql process (static release build) from /proc on the node, 60 s after all were Ready",
+            "clusters": count, "all_ready_seconds": all_ready.as_secs_f64(),
+            "vm_rss_kib": rss, "vm_hwm_kib": hwm, "unix_time": unix_now(),
+        }),
+    );
+    db.ns.pass();
+    Ok(())
+}
+
+/// VmRSS and VmHWM (KiB) of the `statecraft-mysql run` process of the pod with `uid`.
+fn operator_memory(pod_uid: &str) -> Option<(u64, u64)> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let dir = entry.path();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !cmd.contains("statecraft-mysql") || !cmd.contains("run") {
+            continue;
+        }
+        let cgroup = std::fs::read_to_string(dir.join("cgroup")).unwrap_or_default();
+        if !cgroup.contains(&pod_uid.replace('-', "_")) && !cgroup.contains(pod_uid) {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).ok()?;
+        let field =
+            |name: &str| status.lines().find(|l| l.starts_with(name))?.split_whitespace().nth(1)?.parse::<u64>().ok();
+        return Some((field("VmRSS:")?, field("VmHWM:")?));
+    }
+    None
 }

@@ -816,7 +816,8 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
     let objects = std::fs::read_dir(s3.root().join("scheduled/e2e/db"))?.count();
     eprintln!("scheduled: first {first}; kept {kept:?} of {total}; {objects} object(s) in S3");
     assert_eq!(objects, 1, "keepLast: 1 leaves one object");
-    assert!(db.events("BackupScheduled")? >= 2);
+    // Repeated Events of one reason are one Event object with a series count.
+    assert!(db.events("BackupScheduled")? >= 1 && db.events("BackupsExpired")? >= 1);
     db.ns.pass();
     Ok(())
 }

@@ -41,6 +41,7 @@ bench: deps ## benchmarks; numbers go to results/bench/
 
 demo: deps ## what Statecraft can show so far (see README)
 	@scripts/demo.sh
+	@$(CARGO) run -q --locked -p statecraft-capability -- report
 
 manifests: ## regenerate crds/ and deploy/<operator>/ from the operators' `crd` and `manifests` subcommands
 	@scripts/gen-manifests.sh

@@ -12,6 +12,8 @@ APT_PACKAGES=(
   # the MySQL operator's integration tests start real MariaDB servers (binaries only, no
   # service): mariadbd, mariadb-install-db, the client and mariadb-dump
   mariadb-server-core mariadb-client-core mariadb-client
+  # the capability report's HTML page is rendered headless in a screenshot test
+  chromium
 )
 
 missing=()

@@ -12,6 +12,7 @@
 //! cluster checks.
 
 pub mod cluster;
+pub mod evidence;
 pub mod images;
 pub mod namespace;
 pub mod wait;

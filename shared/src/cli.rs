@@ -5,7 +5,8 @@
 //! - `rbac`: print the ServiceAccount, Role and RoleBinding the operator needs;
 //! - `manifests`: print the RBAC and the Deployment that install the operator;
 //! - `job`: run one of the operator's Job tasks (backup, restore) inside a Job's pod;
-//! - `copy-self`: copy the binary into a volume shared with another image's container.
+//! - `copy-self`: copy the binary into a volume shared with another image's container;
+//! - `capabilities`: print the capability criteria the operator claims, as JSON.
 //!
 //! Every flag can also be set from an environment variable (shown in `--help`), which is
 //! how the Deployment in `deploy/` configures the operator.
@@ -60,6 +61,10 @@ pub enum Command {
         /// Where to put the binary (made executable).
         dest: std::path::PathBuf,
     },
+    /// Print the capability criteria the operator claims as JSON
+    /// (`{"operator": NAME, "claims": [ids]}`): what `statecraft-capability` checks against
+    /// static checks and e2e evidence.
+    Capabilities,
 }
 
 /// Log output format.
@@ -185,6 +190,13 @@ mod tests {
         let cli = Cli::try_parse_from(["op", "copy-self", "/opt/statecraft/op"]).expect("valid command line");
         assert!(matches!(cli.command, Command::CopySelf { dest } if dest.ends_with("op")));
         assert!(Cli::try_parse_from(["op", "job"]).is_err(), "a job needs a name");
+    }
+
+    #[test]
+    fn capabilities_takes_no_operands() {
+        let cli = Cli::try_parse_from(["op", "capabilities"]).expect("valid command line");
+        assert!(matches!(cli.command, Command::Capabilities));
+        assert!(Cli::try_parse_from(["op", "capabilities", "extra"]).is_err());
     }
 
     #[test]

@@ -60,6 +60,14 @@ pub trait Operator: Send + Sync + 'static {
         let err = Error::invalid_spec("job", format!("{} has no job task named {name:?}", Self::NAME));
         async move { Err(err) }
     }
+
+    /// The capability criteria the operator claims (ids of the `statecraft-capability`
+    /// model, e.g. `L3.backup`), printed by the `capabilities` subcommand. A claim is only
+    /// a promise: the capability report confirms it from static checks and e2e evidence,
+    /// and an operator that claims nothing (the default) is reported at no level.
+    fn capabilities() -> Vec<&'static str> {
+        Vec::new()
+    }
 }
 
 /// Shared state handed to the operator's controllers.
@@ -220,6 +228,10 @@ pub async fn main<O: Operator>() -> ExitCode {
                 }
             }
         }
+        Command::Capabilities => {
+            println!("{}", capabilities_json::<O>());
+            ExitCode::SUCCESS
+        }
         Command::CopySelf { dest } => match copy_self(&dest) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
@@ -235,6 +247,22 @@ pub async fn main<O: Operator>() -> ExitCode {
             }
         }
     }
+}
+
+/// What `capabilities` prints: `{"operator":NAME,"claims":[...]}` on one line, the claims
+/// sorted and once each so that the output is stable and diffable.
+pub fn capabilities_json<O: Operator>() -> String {
+    /// A struct rather than `json!`, to keep `operator` first.
+    #[derive(serde::Serialize)]
+    struct Claims {
+        operator: &'static str,
+        claims: Vec<&'static str>,
+    }
+    let mut claims = O::capabilities();
+    claims.sort_unstable();
+    claims.dedup();
+    // Serializing strings cannot fail.
+    serde_json::to_string(&Claims { operator: O::NAME, claims }).unwrap_or_default()
 }
 
 /// Copies the running binary to `dest`, executable by everyone.
@@ -460,5 +488,47 @@ mod tests {
         assert_eq!(action_for(ErrorCategory::Transient, 1), Action::requeue(Duration::from_secs(1)));
         assert_eq!(action_for(ErrorCategory::Transient, 4), Action::requeue(Duration::from_secs(8)));
         assert_eq!(action_for(ErrorCategory::Permanent, 1), Action::requeue(Duration::from_secs(300)));
+    }
+
+    struct Claiming;
+
+    impl Operator for Claiming {
+        const NAME: &'static str = "statecraft-claiming";
+        fn crds() -> Vec<CustomResourceDefinition> {
+            Vec::new()
+        }
+        fn rbac_rules() -> Vec<rbac::Rule> {
+            Vec::new()
+        }
+        async fn run_controllers(_: Arc<Runtime>, _: CancellationToken) -> Result<()> {
+            Ok(())
+        }
+        fn capabilities() -> Vec<&'static str> {
+            vec!["L3.backup", "L1.install", "L3.backup"]
+        }
+    }
+
+    struct Silent;
+
+    impl Operator for Silent {
+        const NAME: &'static str = "statecraft-silent";
+        fn crds() -> Vec<CustomResourceDefinition> {
+            Vec::new()
+        }
+        fn rbac_rules() -> Vec<rbac::Rule> {
+            Vec::new()
+        }
+        async fn run_controllers(_: Arc<Runtime>, _: CancellationToken) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn capabilities_are_printed_sorted_and_once() {
+        assert_eq!(
+            capabilities_json::<Claiming>(),
+            r#"{"operator":"statecraft-claiming","claims":["L1.install","L3.backup"]}"#
+        );
+        assert_eq!(capabilities_json::<Silent>(), r#"{"operator":"statecraft-silent","claims":[]}"#);
     }
 }

@@ -51,7 +51,9 @@ pub async fn run(ctx: &Context, cluster: &MySQLCluster, last: &mut Option<DateTi
         metadata: ObjectMeta {
             name: Some(backup_name(&name, slot)),
             namespace: Some(rt.namespace.clone()),
-            labels: Some([(CLUSTER_LABEL.to_string(), name.clone()), (SCHEDULED_LABEL.to_string(), "true".into())].into()),
+            labels: Some(
+                [(CLUSTER_LABEL.to_string(), name.clone()), (SCHEDULED_LABEL.to_string(), "true".into())].into(),
+            ),
             ..Default::default()
         },
         spec: MySQLBackupSpec { cluster_name: name.clone(), location: None },

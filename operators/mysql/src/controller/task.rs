@@ -224,7 +224,9 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     }
 
     // Scheduled backups need a valid spec and a cluster that can serve a dump.
-    if valid.is_some() && !cluster.spec.paused && matches!(decision.health, Health::Healthy | Health::Degraded)
+    if valid.is_some()
+        && !cluster.spec.paused
+        && matches!(decision.health, Health::Healthy | Health::Degraded)
         && let Err(e) = scheduled::run(ctx, &cluster, &mut memory.backup_slot).await
     {
         warn!(cluster = %name, error = %e, "scheduled backup or retention failed");

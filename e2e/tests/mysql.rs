@@ -15,6 +15,7 @@ use kube::{Api, ResourceExt};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
+use statecraft_e2e::evidence::Evidence;
 use statecraft_e2e::images::image;
 use statecraft_e2e::{Cluster, Provider, TestNamespace, wait_until};
 use statecraft_mysql::MysqlOperator;
@@ -175,6 +176,12 @@ fn append_result(file: &str, record: serde_json::Value) {
     }
 }
 
+/// Starts the evidence record of `test` for `criteria`: written as passed by `.pass()`,
+/// as failed if the test returns an error or panics first.
+async fn evidence(test: &str, criteria: &[&str]) -> Result<Evidence, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(Evidence::start(&Cluster::connect().await?, "mysql", test, criteria).await?)
+}
+
 /// A test's cluster: the operator installed in a fresh namespace and one MySQLCluster.
 struct Db {
     cluster: Cluster,
@@ -318,6 +325,11 @@ fn unix_now() -> u64 {
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes() -> TestResult {
+    let ev = evidence(
+        "mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes",
+        &["L1.install", "L3.failover", "L4.metrics", "L5.auto-tuning"],
+    )
+    .await?;
     let runs: usize = std::env::var("MYSQL_FAILOVER_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let db = Db::create("mysql", "db", 3, json!({})).await?;
     let status = db.status().await?;
@@ -372,6 +384,17 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
     }
     assert!(lost.is_empty(), "acknowledged writes lost: {} of {acked}: {:?}", lost.len(), &lost[..lost.len().min(20)]);
     assert!(acked > 20, "the client kept writing: {acked} acknowledged");
+    // Tuned from the 512Mi memory limit: 60% in whole 128 MiB chunks is 256 MiB.
+    let mut c = db.connect().await?;
+    let pool: Option<u64> = c.query_first("SELECT @@GLOBAL.innodb_buffer_pool_size").await?;
+    assert_eq!(pool, Some(256 << 20), "buffer pool derived from the memory limit");
+    let firsts: Vec<f64> = records.iter().map(|r| r.3.as_secs_f64()).collect();
+    ev.pass(json!({
+        "failover_first_write_seconds": firsts,
+        "acknowledged_writes": acked,
+        "acknowledged_writes_lost": lost.len(),
+        "innodb_buffer_pool_size": pool,
+    }));
     db.ns.pass();
     Ok(())
 }
@@ -419,6 +442,11 @@ async fn http_get(addr: &str, path: &str) -> Option<String> {
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause() -> TestResult {
+    let ev = evidence(
+        "mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause",
+        &["L3.switchover", "L4.events"],
+    )
+    .await?;
     let db = Db::create("mysql-switch", "db", 3, json!({})).await?;
     db.create_table().await?;
     let writer = Writer::start(db.opts().await?);
@@ -453,6 +481,7 @@ async fn mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause(
     assert_eq!((old.role.as_str(), old.ready), ("replica", true), "the old primary replicates: {old:?}");
     assert_eq!(status.handled_switchover.as_deref(), Some("db-2"));
     assert!(db.events("Switchover")? >= 1, "an Event records the switchover");
+    ev.pass(json!({"write_gap_seconds": gap.as_secs_f64(), "acknowledged_writes_lost": lost.len()}));
     db.ns.pass();
     Ok(())
 }
@@ -462,6 +491,7 @@ async fn mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause(
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_scales_1_to_3_to_5_to_3_without_losing_data() -> TestResult {
+    let ev = evidence("mysql_scales_1_to_3_to_5_to_3_without_losing_data", &["L3.scaling"]).await?;
     let db = Db::create("mysql-scale", "db", 1, json!({})).await?;
     db.create_table().await?;
     let mut c = db.connect().await?;
@@ -485,6 +515,7 @@ async fn mysql_scales_1_to_3_to_5_to_3_without_losing_data() -> TestResult {
     assert_eq!(pods.lines().count(), 3, "{pods}");
     let claims = db.kubectl(&["get", "pvc", "-o", "name"])?;
     assert!(claims.contains("data-db-4"), "the removed servers' volumes are kept: {claims}");
+    ev.pass(json!(null));
     db.ns.pass();
     Ok(())
 }
@@ -495,6 +526,11 @@ async fn mysql_scales_1_to_3_to_5_to_3_without_losing_data() -> TestResult {
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestResult {
+    let ev = evidence(
+        "mysql_config_change_rolls_replicas_first_with_one_switchover",
+        &["L1.config", "L2.rolling-restart", "L3.reconfiguration"],
+    )
+    .await?;
     let db = Db::create("mysql-roll", "db", 3, json!({})).await?;
     db.create_table().await?;
     let writer = Writer::start(db.opts().await?);
@@ -529,6 +565,12 @@ async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestR
     assert_eq!(max.as_deref(), Some("250"), "the new setting is live on the primary");
     assert_eq!(primaries.len(), 2, "exactly one primary change: {primaries:?}");
     assert!(switchovers >= 1, "the primary moved by switchover, not failover");
+    ev.pass(json!({
+        "roll_seconds": took.as_secs_f64(),
+        "write_gap_seconds": gap.as_secs_f64(),
+        "primary_changes": primaries.len() - 1,
+        "acknowledged_writes_lost": lost.len(),
+    }));
     db.ns.pass();
     Ok(())
 }
@@ -538,6 +580,11 @@ async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestR
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
+    let ev = evidence(
+        "mysql_invalid_specs_are_refused_with_the_field_named",
+        &["L1.validation", "L2.version-checks", "L4.events"],
+    )
+    .await?;
     let db = Db::create("mysql-invalid", "db", 1, json!({})).await?;
     // Refused by the API server (schema and CEL).
     let even = db.patch(json!({"spec": {"replicas": 2}})).err().ok_or("2 replicas accepted")?;
@@ -560,6 +607,24 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
     c.query_drop("CREATE DATABASE IF NOT EXISTS still_writable").await?;
     db.patch(json!({"spec": {"serverConfig": null}}))?;
     db.ready().await?;
+    // Versions: an unsupported one and a downgrade are refused in status, nothing rolls.
+    for (version, words) in [("10.2", "not supported"), ("10.6", "downgrading")] {
+        db.patch(json!({"spec": {"version": version}}))?;
+        let message = wait_until(Duration::from_secs(60), &format!("version {version} refused in status"), || async {
+            let s = db.status().await.ok()?;
+            let c = s.conditions.iter().find(|c| c.type_ == "Ready")?;
+            (c.status == "False" && c.reason == "InvalidSpec" && c.message.contains("spec.version"))
+                .then(|| c.message.clone())
+        })
+        .await?;
+        assert!(message.contains(words), "{version}: {message}");
+        let image =
+            db.kubectl(&["get", "statefulset", "db", "-o", "jsonpath={.spec.template.spec.containers[0].image}"])?;
+        assert!(image.ends_with(":10.11"), "the running image is left alone: {image}");
+    }
+    db.patch(json!({"spec": {"version": "10.11"}}))?;
+    db.ready().await?;
+    ev.pass(json!(null));
     db.ns.pass();
     Ok(())
 }
@@ -570,6 +635,7 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
+    let ev = evidence("mysql_backup_to_s3_and_restore_into_a_new_cluster", &["L3.backup", "L3.restore"]).await?;
     let db = Db::create("mysql-backup", "db", 3, json!({})).await?;
     let s3 = S3Server::start_on(&s3_host(&db.cluster)).await?;
     s3.create_bucket("backups")?;
@@ -643,6 +709,7 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
         "CHECKSUM TABLE app.w",
     ])?;
     assert!(replica_sums.contains(&source_sums.0.map(|v| v.to_string()).unwrap_or_default()), "{replica_sums}");
+    ev.pass(json!({"backup_bytes": size}));
     db.ns.pass();
     Ok(())
 }
@@ -709,6 +776,11 @@ impl Db {
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() -> TestResult {
+    let ev = evidence(
+        "mysql_operator_killed_during_failover_and_roll_resumes_and_converges",
+        &["L3.failover", "L2.rolling-restart"],
+    )
+    .await?;
     let db = Db::create("mysql-resume", "db", 3, json!({})).await?;
     db.create_table().await?;
     let writer = Writer::start(db.opts().await?);
@@ -768,6 +840,7 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     assert_eq!(max.as_deref(), Some("300"));
     assert_eq!(primaries.len(), 2, "one primary change in the roll: {primaries:?}");
+    ev.pass(json!(null));
     db.ns.pass();
     Ok(())
 }
@@ -778,6 +851,7 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
+    let ev = evidence("mysql_scheduled_backups_run_on_time_and_expire", &["L3.scheduled-backup"]).await?;
     let cluster = Cluster::connect().await?;
     let s3 = S3Server::start_on(&s3_host(&cluster)).await?;
     s3.create_bucket("scheduled")?;
@@ -818,6 +892,7 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
     assert_eq!(objects, 1, "keepLast: 1 leaves one object");
     // Repeated Events of one reason are one Event object with a series count.
     assert!(db.events("BackupScheduled")? >= 1 && db.events("BackupsExpired")? >= 1);
+    ev.pass(json!(null));
     db.ns.pass();
     Ok(())
 }

@@ -127,6 +127,7 @@ impl Operator for MysqlOperator {
             "L3.resources",
             "L3.pdb",
             "L3.spread",
+            "L3.scheduled-backup",
             // Level 4: operator and per-member metrics, alerts with runbooks
             // (deploy/mysql/prometheus-rules.yaml, docs/runbooks/mysql/), the Grafana
             // dashboard, Events for every operation.
@@ -134,6 +135,8 @@ impl Operator for MysqlOperator {
             "L4.alerts",
             "L4.events",
             "L4.dashboard",
+            // Level 5: only the buffer pool and connection limit follow the memory given.
+            "L5.auto-tuning",
         ]
     }
 }

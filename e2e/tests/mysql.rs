@@ -968,3 +968,74 @@ fn operator_memory(pod_uid: &str) -> Option<(u64, u64)> {
     }
     None
 }
+
+/// Criteria: L2.operand-upgrade (a version change that swaps the server image rolls
+/// replicas first, switches over once, restarts the old primary last, and records the new
+/// version in status; no acknowledged write is lost).
+///
+/// Only one MariaDB build exists offline, so the "new" image is the same build under a
+/// second tag (`mariadb:10.11.19`), added to the local node's containerd: the pods change
+/// image and restart exactly as in a real upgrade. Local cluster only.
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_version_upgrade_rolls_with_one_primary_change() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    if cluster.provider != Provider::Local {
+        eprintln!("skipped: tags an image in the local node's containerd");
+        return Ok(());
+    }
+    let old = image("MARIADB_IMAGE").ok_or("MARIADB_IMAGE missing from images.env")?;
+    let new = format!("{}:10.11.19", old.rsplit_once(':').map_or(old, |(repo, _)| repo));
+    let sock = "/run/statecraft/containerd/containerd.sock";
+    let tagged = std::process::Command::new("ctr")
+        .args(["--address", sock, "--namespace", "k8s.io", "images", "tag", "--force", old, &new])
+        .output()?;
+    if !tagged.status.success() {
+        return Err(format!("ctr images tag: {}", String::from_utf8_lossy(&tagged.stderr)).into());
+    }
+    let ev = evidence("mysql_version_upgrade_rolls_with_one_primary_change", &["L2.operand-upgrade"]).await?;
+    let db = Db::create("mysql-upgrade", "db", 3, json!({})).await?;
+    assert_eq!(db.status().await?.observed_version.as_deref(), Some("10.11"));
+    db.create_table().await?;
+    let writer = Writer::start(db.opts().await?);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = Instant::now();
+    db.patch(json!({"spec": {"version": "10.11.19", "image": new}}))?;
+    let primaries = db.wait_for_roll(Duration::from_secs(600)).await?;
+    let took = started.elapsed();
+    wait_until(Duration::from_secs(60), "observedVersion 10.11.19", || async {
+        (db.status().await.ok()?.observed_version.as_deref() == Some("10.11.19")).then_some(())
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = writer.stop().await?;
+    let gap = longest_gap(&attempts, started);
+    let lost = lost(&attempts, &db.rows().await?);
+    let images = db.kubectl(&[
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/instance=db",
+        "-o",
+        "jsonpath={.items[*].spec.containers[0].image}",
+    ])?;
+    eprintln!(
+        "upgrade: {took:?}; primaries {primaries:?}; longest write gap {gap:?}; {} lost; images {images}",
+        lost.len()
+    );
+    append_result(
+        "mysql-upgrade.jsonl",
+        json!({
+            "test": "mysql_version_upgrade_rolls_with_one_primary_change",
+            "method": "patch spec.version 10.11 -> 10.11.19 and spec.image to a second tag of the same build, 3 servers, one client inserting through the read-write Service; total roll time and longest time between two acknowledged inserts",
+            "roll_seconds": took.as_secs_f64(), "write_gap_seconds": gap.as_secs_f64(),
+            "primary_changes": primaries.len() - 1, "acknowledged_writes_lost": lost.len(), "unix_time": unix_now(),
+        }),
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert_eq!(primaries.len(), 2, "exactly one primary change: {primaries:?}");
+    assert!(images.split_whitespace().all(|i| i == new), "every pod runs the new image: {images}");
+    ev.pass(json!({"roll_seconds": took.as_secs_f64(), "write_gap_seconds": gap.as_secs_f64(), "acknowledged_writes_lost": lost.len()}));
+    db.ns.pass();
+    Ok(())
+}

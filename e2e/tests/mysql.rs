@@ -349,33 +349,29 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
         let before = db.status().await?.current_primary.ok_or("no primary")?;
         let killed = Instant::now();
         db.kubectl(&["delete", "pod", &before, "--grace-period=0", "--force", "--wait=false"])?;
-        let after = wait_until(Duration::from_secs(60), "a new primary in status", || async {
-            let p = db.status().await.ok()?.current_primary?;
-            (p != before).then_some(p)
-        })
-        .await?;
-        let recorded = killed.elapsed();
+        // Usually a replica is promoted; if the killed server is back and answering before
+        // the failover is decided (two missed passes), it is simply made writable again.
         let first_write = wait_until(Duration::from_secs(60), "a write acknowledged after the kill", || async {
             writer.attempts().await.iter().find(|a| a.acked && a.at > killed).map(|a| a.at.duration_since(killed))
         })
         .await?;
-        eprintln!("run {run}: killed {before}; {after} recorded after {recorded:?}; first write after {first_write:?}");
+        let after = db.status().await?.current_primary.unwrap_or_default();
+        eprintln!("run {run}: killed {before}; primary now {after}; first write after {first_write:?}");
         // The killed pod comes back and rejoins before the next run.
         db.ready().await?;
-        records.push((before, after, recorded, first_write));
+        records.push((before, after, first_write));
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let attempts = writer.stop().await?;
     let lost = lost(&attempts, &db.rows().await?);
     let acked = attempts.iter().filter(|a| a.acked).count();
-    for (before, after, recorded, first_write) in &records {
+    for (before, after, first_write) in &records {
         append_result(
             "mysql-failover.jsonl",
             json!({
                 "test": "mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes",
                 "method": "kubectl delete pod <primary> --grace-period=0 --force while one client inserts rows one at a time through the read-write Service (ClusterIP) from the node; seconds from the delete to the first acknowledged insert that started after it",
-                "killed": before, "new_primary": after,
-                "primary_recorded_seconds": recorded.as_secs_f64(),
+                "killed": before, "primary_after": after,
                 "first_write_seconds": first_write.as_secs_f64(),
                 "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
                 "unix_time": unix_now(),
@@ -388,7 +384,7 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
     let mut c = db.connect().await?;
     let pool: Option<u64> = c.query_first("SELECT @@GLOBAL.innodb_buffer_pool_size").await?;
     assert_eq!(pool, Some(256 << 20), "buffer pool derived from the memory limit");
-    let firsts: Vec<f64> = records.iter().map(|r| r.3.as_secs_f64()).collect();
+    let firsts: Vec<f64> = records.iter().map(|r| r.2.as_secs_f64()).collect();
     ev.pass(json!({
         "failover_first_write_seconds": firsts,
         "acknowledged_writes": acked,

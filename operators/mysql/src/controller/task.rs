@@ -320,13 +320,19 @@ fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
             if running { PodState::Running { ready } } else { PodState::Pending }
         }
     };
-    let ip = pod.and_then(|p| p.status.as_ref()).and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+    let ip = pod.and_then(|p| p.status.as_ref()).and_then(|s| s.pod_ip.clone()).filter(|ip| !ip.is_empty());
+    // Replicas are pointed at the source's pod IP, not its DNS name: when a server restarts
+    // with a new IP, a replica resolving the name in the seconds DNS still holds the old
+    // address hangs in one connect attempt for up to slave_net_timeout (60 s; seen in e2e
+    // as writes stalled behind semi-sync). With IPs the changed address is observed and the
+    // replicas are re-pointed in the next pass.
+    let address = (ip.clone().unwrap_or_else(|| names.pod_host(ordinal)), MYSQL_PORT as u16);
     Target {
         ordinal,
         pod: state,
         role_label: pod.and_then(|p| p.labels().get(ROLE_LABEL).cloned()),
-        endpoint: Endpoint { host: ip, port: MYSQL_PORT as u16 },
-        address: (names.pod_host(ordinal), MYSQL_PORT as u16),
+        endpoint: Endpoint { host: ip.unwrap_or_default(), port: MYSQL_PORT as u16 },
+        address,
     }
 }
 

@@ -369,8 +369,9 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
     let acked = attempts.iter().filter(|a| a.acked).count();
     let mut gaps = Vec::new();
     for (before, after, killed, until) in &runs_done {
-        // Write unavailability: the longest time between two acknowledged writes in the run.
-        let window: Vec<Attempt> = attempts.iter().filter(|a| a.at >= *killed && a.at <= *until).copied().collect();
+        // Write unavailability: the longest time between two acknowledged writes, the later
+        // one after the kill (the earlier may be before it) and before the run ended.
+        let window: Vec<Attempt> = attempts.iter().filter(|a| a.at <= *until).copied().collect();
         let gap = longest_gap(&window, *killed);
         eprintln!("  {before} killed: writes unavailable for {gap:?}");
         gaps.push(gap.as_secs_f64());

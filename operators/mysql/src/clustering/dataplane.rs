@@ -187,7 +187,8 @@ impl DataPlane {
             source_host: text(c.source_host).unwrap_or_default(),
             source_port: text(c.source_port).and_then(|p| p.parse().ok()).unwrap_or_default(),
             io_running: text(c.io_running).as_deref() == Some("Yes"),
-            io_connecting: text(c.io_running).as_deref() == Some("Connecting"),
+            // MariaDB also reports "Preparing" while the receiver starts: not stopped either.
+            io_connecting: matches!(text(c.io_running).as_deref(), Some("Connecting" | "Preparing")),
             sql_running: text(c.sql_running).as_deref() == Some("Yes"),
             retrieved: GtidSet::parse(self.flavor.flavor(), text(c.retrieved_gtids).as_deref().unwrap_or_default())?,
             lag_seconds: text(c.lag_seconds).and_then(|l| l.parse().ok()),

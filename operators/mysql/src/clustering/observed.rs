@@ -100,8 +100,9 @@ pub struct Replication {
     pub source_port: u16,
     /// The receiver thread runs and is connected.
     pub io_running: bool,
-    /// The receiver thread runs but is (re)connecting: it would take transactions from the
-    /// source again as soon as it answers, so it still has to be fenced.
+    /// The receiver thread runs but is starting or (re)connecting: it would take transactions
+    /// from the source as soon as it answers, so it still has to be fenced, and a replica in
+    /// this state is given time rather than reconfigured.
     pub io_connecting: bool,
     /// The applier thread runs.
     pub sql_running: bool,

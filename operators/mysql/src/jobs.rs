@@ -72,6 +72,35 @@ fn connection() -> Result<(Flavor, ClientConnection)> {
     Ok((flavor, ClientConnection::new(var(env::HOST)?, port, var(env::USER)?, var(env::PASSWORD)?)))
 }
 
+/// How long a Job waits for its server to accept connections: a restore can start the
+/// moment its target turns Ready, before the Service's endpoint is programmed on the node.
+const SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits until `host:port` accepts a TCP connection, or fails naming it.
+async fn wait_for_server(conn: &ClientConnection) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + SERVER_WAIT;
+    let addr = format!("{}:{}", conn.host, conn.port);
+    loop {
+        let attempt = tokio::time::timeout(std::time::Duration::from_secs(2), tokio::net::TcpStream::connect(&addr));
+        match attempt.await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) if tokio::time::Instant::now() >= deadline => {
+                return Err(Error::DataPlane {
+                    system: "mysql".into(),
+                    message: format!("{addr} refused connections for {SERVER_WAIT:?}: {e}"),
+                });
+            }
+            Err(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(Error::DataPlane {
+                    system: "mysql".into(),
+                    message: format!("{addr} did not answer for {SERVER_WAIT:?}"),
+                });
+            }
+            _ => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
+        }
+    }
+}
+
 fn job_error(e: crate::backup::BackupError) -> Error {
     Error::DataPlane { system: "mysql".into(), message: e.to_string() }
 }
@@ -102,6 +131,7 @@ async fn backup() -> Result<String> {
     let (flavor, conn) = connection()?;
     let key = var(env::KEY)?;
     let dump = dump_command(flavor, &conn).map_err(job_error)?;
+    wait_for_server(&conn).await?;
     let outcome = backup_to_s3(&dump, &store, &key).await.map_err(job_error)?;
     let report = BackupReport {
         url: format!("s3://{}/{}", outcome.receipt.bucket, outcome.receipt.object_key),
@@ -122,6 +152,7 @@ async fn restore() -> Result<String> {
     let key = var(env::KEY)?;
     let expected = std::env::var(env::SHA256).ok().filter(|s| !s.is_empty());
     let client = restore_command(flavor, &conn).map_err(job_error)?;
+    wait_for_server(&conn).await?;
     let outcome = restore_from_s3(&store, &key, expected.as_deref(), &client).await.map_err(job_error)?;
     let report = RestoreReport {
         bytes: outcome.bytes,

@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector,
     PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, WeightedPodAffinityTerm,
+    SeccompProfile, SecretKeySelector, SecurityContext, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -36,6 +36,19 @@ pub fn field_env(name: &str, path: &str) -> EnvVar {
         name: name.into(),
         value_from: Some(EnvVarSource {
             field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// An environment variable set from `key` of Secret `secret` (which must have it), so a
+/// password reaches a container without appearing in the pod spec.
+pub fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector { name: secret.into(), key: key.into(), optional: Some(false) }),
             ..Default::default()
         }),
         ..Default::default()

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    SeccompProfile, SecretKeySelector, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use statecraft_shared::deploy::restricted_container;
+use statecraft_shared::deploy::{restricted_container, secret_env};
 use statecraft_shared::s3::S3Location;
 
 use super::statefulset::MYSQL_UID;
@@ -89,17 +89,6 @@ fn value(name: &str, v: impl Into<String>) -> EnvVar {
     EnvVar { name: name.into(), value: Some(v.into()), ..Default::default() }
 }
 
-fn secret(name: &str, secret: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector { name: secret.into(), key: key.into(), optional: Some(false) }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
 /// The Job. No retries (`backoffLimit: 0`): a failed backup or restore is reported with the
 /// reason from its termination message, and repeating a half-applied restore is not safe.
 pub fn job(p: &JobParams<'_>) -> Job {
@@ -114,11 +103,11 @@ pub fn job(p: &JobParams<'_>) -> Job {
         value(env::HOST, p.host),
         value(env::PORT, p.port.to_string()),
         value(env::USER, p.user),
-        secret(env::PASSWORD, p.password_secret.0, p.password_secret.1),
+        secret_env(env::PASSWORD, p.password_secret.0, p.password_secret.1),
         value(env::LOCATION, location),
         value(env::KEY, p.key),
-        secret(env::ACCESS_KEY_ID, &creds.name, &creds.access_key_id_key),
-        secret(env::SECRET_ACCESS_KEY, &creds.name, &creds.secret_access_key_key),
+        secret_env(env::ACCESS_KEY_ID, &creds.name, &creds.access_key_id_key),
+        secret_env(env::SECRET_ACCESS_KEY, &creds.name, &creds.secret_access_key_key),
     ];
     if let Some(sha) = p.sha256 {
         env.push(value(env::SHA256, sha));

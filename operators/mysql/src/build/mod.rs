@@ -95,6 +95,13 @@ impl Names {
     }
 }
 
+/// The ordinal of pod `pod` of cluster `cluster` (`<cluster>-<ordinal>`); `None` for any
+/// other name, e.g. a pod of a cluster whose name merely starts the same.
+pub fn ordinal_of(cluster: &str, pod: &str) -> Option<u32> {
+    let (prefix, ordinal) = pod.rsplit_once('-')?;
+    (prefix == cluster).then(|| ordinal.parse().ok()).flatten()
+}
+
 /// A stable 64-bit FNV-1a hash, hex, for annotations that change when content changes.
 pub fn content_hash(content: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -122,6 +129,15 @@ mod tests {
         assert_eq!(n.pod_host(0), "db-0.db-hl.prod.svc");
         assert_eq!(n.role_selector(ROLE_PRIMARY)[ROLE_LABEL], "primary");
         assert_eq!(n.role_selector(ROLE_PRIMARY).len(), 3);
+    }
+
+    #[test]
+    fn ordinals_come_only_from_the_clusters_own_pods() {
+        assert_eq!(ordinal_of("db", "db-2"), Some(2));
+        assert_eq!(ordinal_of("my-db", "my-db-10"), Some(10));
+        assert_eq!(ordinal_of("db", "db-primary"), None);
+        assert_eq!(ordinal_of("db", "other-db-1"), None);
+        assert_eq!(ordinal_of("db", "db"), None);
     }
 
     #[test]

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    ExecAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    SeccompProfile, SecretKeySelector, Volume, VolumeMount, VolumeResourceRequirements,
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    SeccompProfile, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -18,7 +18,7 @@ use super::config::{
 use super::secret::{BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
 use super::{MYSQL_PORT, Names, content_hash};
 use crate::validate::ValidSpec;
-use statecraft_shared::deploy::{field_env, restricted_container, spread_over_nodes};
+use statecraft_shared::deploy::{field_env, restricted_container, secret_env, spread_over_nodes};
 
 /// The uid and gid of `mysql` in the server images.
 pub const MYSQL_UID: i64 = 999;
@@ -69,18 +69,6 @@ fn ownership_fix(image: &str) -> Container {
     }
 }
 
-/// An environment variable from a key of the cluster's password Secret.
-fn secret_env(name: &str, names: &Names, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector { name: names.secret(), key: key.into(), optional: Some(false) }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
 fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount { name: name.into(), mount_path: path.into(), read_only: Some(read_only), ..Default::default() }
 }
@@ -102,10 +90,10 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             field_env("POD_NAME", "metadata.name"),
             field_env("POD_NAMESPACE", "metadata.namespace"),
             EnvVar { name: "HEADLESS_SERVICE".into(), value: Some(names.headless_service()), ..Default::default() },
-            secret_env(OPERATOR_PASSWORD_ENV, names, OPERATOR_KEY),
-            secret_env(REPLICATION_PASSWORD_ENV, names, REPLICATION_KEY),
-            secret_env(ROOT_PASSWORD_ENV, names, ROOT_KEY),
-            secret_env(BACKUP_PASSWORD_ENV, names, BACKUP_KEY),
+            secret_env(OPERATOR_PASSWORD_ENV, &names.secret(), OPERATOR_KEY),
+            secret_env(REPLICATION_PASSWORD_ENV, &names.secret(), REPLICATION_KEY),
+            secret_env(ROOT_PASSWORD_ENV, &names.secret(), ROOT_KEY),
+            secret_env(BACKUP_PASSWORD_ENV, &names.secret(), BACKUP_KEY),
         ]),
         ports: Some(vec![ContainerPort {
             name: Some("mysql".into()),

@@ -22,7 +22,7 @@ use crate::MysqlOperator;
 use crate::api::{MySQLBackup, MySQLBackupStatus, MySQLCluster};
 use crate::build::jobs::{JobParams, job};
 use crate::build::secret::BACKUP_KEY;
-use crate::build::{MYSQL_PORT, Names};
+use crate::build::{MYSQL_PORT, Names, ordinal_of};
 use crate::flavor::BACKUP_USER;
 use crate::jobs::BackupReport;
 use crate::validate::{validate, validate_backup};
@@ -144,7 +144,14 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
     let Some(source) = source else {
         return Ok(pending(status, backup, "NoHealthySource", "waiting for a healthy replica to take the backup from"));
     };
-    let ordinal: u32 = source.name.rsplit('-').next().and_then(|o| o.parse().ok()).unwrap_or_default();
+    let Some(ordinal) = ordinal_of(&names.cluster, &source.name) else {
+        return Ok(pending(
+            status,
+            backup,
+            "NoHealthySource",
+            &format!("member {} is not a pod of the cluster", source.name),
+        ));
+    };
     let host = names.pod_host(ordinal);
     let created = backup
         .metadata

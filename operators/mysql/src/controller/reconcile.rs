@@ -18,7 +18,7 @@ use tracing::info;
 use super::Context;
 use crate::api::MySQLCluster;
 use crate::build::secret::{Passwords, secret};
-use crate::build::{Names, config, pdb, services, statefulset};
+use crate::build::{Names, config, ordinal_of, pdb, services, statefulset};
 use crate::validate::{check_version_change, validate, validate_name};
 
 /// How often a cluster is reconciled without any change (drift correction).
@@ -114,7 +114,5 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
 
 /// The ordinal of the primary recorded in status.
 pub fn recorded_primary(cluster: &MySQLCluster) -> Option<u32> {
-    let pod = cluster.status.as_ref()?.current_primary.as_deref()?;
-    let (prefix, ordinal) = pod.rsplit_once('-')?;
-    (prefix == cluster.name_any()).then(|| ordinal.parse().ok()).flatten()
+    ordinal_of(&cluster.name_any(), cluster.status.as_ref()?.current_primary.as_deref()?)
 }

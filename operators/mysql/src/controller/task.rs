@@ -25,7 +25,7 @@ use super::{Context, SWITCHOVER_ANNOTATION};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
 use crate::build::jobs::{CLUSTER_LABEL, KIND_LABEL};
 use crate::build::secret::Passwords;
-use crate::build::{MYSQL_PORT, Names, ROLE_LABEL};
+use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
 use crate::clustering::decide::{Decision, Health, Operation, Role, decide};
 use crate::clustering::observed::{Member, Observed, PodState};
@@ -298,12 +298,6 @@ async fn roll_step(
     progress.advance(&step, Utc::now());
     status.upgrade = Some(progress);
     Ok(Some((step.action, again)))
-}
-
-/// The ordinal of pod `pod` of cluster `cluster`.
-fn ordinal_of(cluster: &str, pod: &str) -> Option<u32> {
-    let (prefix, ordinal) = pod.rsplit_once('-')?;
-    (prefix == cluster).then(|| ordinal.parse().ok()).flatten()
 }
 
 fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {

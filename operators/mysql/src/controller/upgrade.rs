@@ -11,6 +11,7 @@ use kube::ResourceExt;
 use statecraft_shared::Result;
 use statecraft_shared::upgrade::{Gate, Member, Role as UpgradeRole, UpgradeGates};
 
+use crate::build::ordinal_of;
 use crate::clustering::dataplane::DataPlane;
 use crate::clustering::decide::{Decision, Health, Operation, Role, SWITCHOVER_MAX_LAG_SECONDS};
 use crate::clustering::observed::Observed;
@@ -32,7 +33,7 @@ pub fn members(
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| {
             let name = p.name_any();
-            let ordinal: u32 = name.strip_prefix(cluster)?.strip_prefix('-')?.parse().ok()?;
+            let ordinal = ordinal_of(cluster, &name)?;
             let ready = decision.verdicts.iter().any(|v| v.ordinal == ordinal && v.healthy);
             Some(Member {
                 name,
@@ -70,7 +71,7 @@ pub struct Gates<'a> {
 
 impl Gates<'_> {
     fn ordinal(&self, member: &Member) -> Option<u32> {
-        member.name.strip_prefix(self.cluster)?.strip_prefix('-')?.parse().ok()
+        ordinal_of(self.cluster, &member.name)
     }
 
     fn healthy(&self, ordinal: u32) -> bool {

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 APT_PACKAGES=(
   # builds
-  build-essential pkg-config cmake protobuf-compiler libcurl4-openssl-dev ca-certificates openssl
+  build-essential pkg-config cmake protobuf-compiler libprotobuf-dev libcurl4-openssl-dev ca-certificates openssl
   # the local cluster's node: container runtime, CNI plugins, kube-proxy's tools
   containerd runc containernetworking-plugins iptables conntrack iproute2 ethtool socat kmod
   # the MySQL operator's integration tests start real MariaDB servers (binaries only, no

@@ -7,12 +7,14 @@
 //! - [`status`] and [`events`]: standard conditions and one shared Event recorder.
 //! - [`error`]: one error type whose category decides how a failed reconcile is retried.
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
+//! - [`backup`]: the backup policy (schedule, retention) cluster resources embed.
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
 //! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
 
 pub mod apply;
+pub mod backup;
 pub mod cli;
 pub mod deploy;
 pub mod error;

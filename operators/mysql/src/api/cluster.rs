@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use statecraft_shared::s3::S3Location;
+use statecraft_shared::backup::BackupPolicy;
 use statecraft_shared::upgrade::UpgradeProgress;
 
 /// Desired state of a MySQL or MariaDB cluster: one primary and its replicas, replicating
@@ -192,38 +192,6 @@ impl Default for SemiSync {
     fn default() -> Self {
         SemiSync { enabled: true, timeout_seconds: default_semi_sync_timeout() }
     }
-}
-
-/// Scheduled backups and their retention.
-#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BackupPolicy {
-    /// When to take a backup, a five-field cron expression in UTC such as `0 3 * * *`.
-    #[schemars(length(min = 9, max = 128))]
-    pub schedule: String,
-
-    /// Which backups to keep; older ones are deleted from S3.
-    #[serde(default)]
-    pub retention: Retention,
-
-    /// Where backups are stored.
-    pub location: S3Location,
-}
-
-/// Which backups are kept. A backup is deleted when either limit says so; the newest
-/// successful backup is never deleted.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Retention {
-    /// Keep at most this many backups.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub keep_last: Option<i32>,
-
-    /// Delete backups older than this, e.g. `7d`, `36h` (units s, m, h, d).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(pattern(r"^[1-9][0-9]*[smhd]$"))]
-    pub max_age: Option<String>,
 }
 
 /// How the read-write and read-only Services are exposed.

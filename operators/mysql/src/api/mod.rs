@@ -6,10 +6,11 @@ pub mod restore;
 
 pub use backup::{MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
 pub use cluster::{
-    BackupPolicy, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus, Retention, SemiSync,
-    ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
+    Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus, SemiSync, ServiceOptions, ServiceType,
+    Storage, UpgradeStrategy, UpgradeStrategyType,
 };
 pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreLocation, RestoreTarget};
+pub use statecraft_shared::backup::{BackupPolicy, Retention};
 
 /// API group of every resource.
 pub const GROUP: &str = "mysql.statecraft.io";

@@ -1,0 +1,87 @@
+//! `EtcdBackup`: one snapshot of a cluster, streamed to S3 by a Job.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use statecraft_shared::s3::S3Location;
+
+/// One snapshot of an EtcdCluster, taken from a healthy member (a follower when there is
+/// one) and streamed to S3 without touching a disk.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "etcd.statecraft.io",
+    version = "v1alpha1",
+    kind = "EtcdBackup",
+    plural = "etcdbackups",
+    singular = "etcdbackup",
+    namespaced,
+    status = "EtcdBackupStatus",
+    printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.clusterName"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Revision","type":"integer","jsonPath":".status.revision"}"#,
+    printcolumn = r#"{"name":"Size","type":"integer","jsonPath":".status.size"}"#,
+    printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "self == oldSelf", "message": "spec of an EtcdBackup is immutable: create a new backup instead"}
+]))]
+pub struct EtcdBackupSpec {
+    /// Name of the EtcdCluster, in the same namespace, to snapshot.
+    #[schemars(length(min = 1, max = 63))]
+    pub cluster_name: String,
+
+    /// Where to store the snapshot. Unset: the location of the cluster's backup policy
+    /// (spec.backup.location of the EtcdCluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<S3Location>,
+}
+
+/// Observed state of an EtcdBackup.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EtcdBackupStatus {
+    /// Pending, Running, Succeeded or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+
+    /// URL of the snapshot object, `s3://bucket/key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+
+    /// Key of the snapshot object, relative to the store's prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+
+    /// Size of the snapshot in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<i64>,
+
+    /// SHA-256 of the snapshot, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+
+    /// The key-value store revision the snapshot holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+
+    /// Member the snapshot was taken from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+
+    /// When the snapshot started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub start_time: Option<String>,
+
+    /// When the snapshot was stored (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub completion_time: Option<String>,
+
+    /// Standard conditions.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

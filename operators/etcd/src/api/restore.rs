@@ -1,0 +1,71 @@
+//! `EtcdRestore`: creates a new cluster from a snapshot.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::cluster::{EtcdClusterSpec, SnapshotSource};
+
+/// Creates a new EtcdCluster whose data comes from a snapshot: its first member is
+/// restored with `etcdutl snapshot restore`, the others join it as learners. Existing
+/// clusters are never overwritten.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "etcd.statecraft.io",
+    version = "v1alpha1",
+    kind = "EtcdRestore",
+    plural = "etcdrestores",
+    singular = "etcdrestore",
+    namespaced,
+    status = "EtcdRestoreStatus",
+    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".spec.target.name"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "self == oldSelf", "message": "spec of an EtcdRestore is immutable: create a new restore instead"},
+    {
+        "rule": "has(self.backupName) != has(self.source)",
+        "message": "exactly one of spec.backupName and spec.source must be set"
+    }
+]))]
+pub struct EtcdRestoreSpec {
+    /// Name of a succeeded EtcdBackup, in the same namespace, to restore. Exactly one of
+    /// backupName and source is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_name: Option<String>,
+
+    /// An explicit snapshot object, when no EtcdBackup object describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SnapshotSource>,
+
+    /// The cluster to create.
+    pub target: RestoreTarget,
+}
+
+/// The new cluster a restore creates.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreTarget {
+    /// Name of the EtcdCluster to create; the restore fails if it already exists.
+    #[schemars(length(min = 1, max = 52))]
+    pub name: String,
+
+    /// Spec of the EtcdCluster to create (its bootstrapFrom is set by the restore).
+    pub spec: EtcdClusterSpec,
+}
+
+/// Observed state of an EtcdRestore.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EtcdRestoreStatus {
+    /// Pending, Restoring, Succeeded or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+
+    /// Standard conditions.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,7 @@
+//! Membership: observing a cluster's members and deciding the one next step that moves
+//! its membership towards the spec (bootstrap, add a learner, promote it, remove a member,
+//! replace a broken one, defragment), never a step that would lose quorum.
+
+pub mod observed;
+
+pub use observed::{Alarm, Member, MemberState, Observed, PodState};

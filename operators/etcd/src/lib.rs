@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod build;
+pub mod controller;
 pub mod membership;
 
 use std::sync::Arc;

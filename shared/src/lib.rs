@@ -6,6 +6,7 @@
 //! - [`apply`]: server-side apply with one field manager, and clean-up of orphans.
 //! - [`status`] and [`events`]: standard conditions and one shared Event recorder.
 //! - [`error`]: one error type whose category decides how a failed reconcile is retried.
+//! - [`tasks`]: one background task per resource (data-plane loops beside the reconcile).
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
 //! - [`backup`]: the backup policy (schedule, retention) cluster resources embed.
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
@@ -26,6 +27,7 @@ pub mod rbac;
 pub mod runner;
 pub mod s3;
 pub mod status;
+pub mod tasks;
 pub mod upgrade;
 
 #[cfg(feature = "testing")]

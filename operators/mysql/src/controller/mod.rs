@@ -18,8 +18,7 @@ pub mod scheduled;
 pub mod task;
 pub mod upgrade;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -29,6 +28,7 @@ use kube::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
 use statecraft_shared::runner::Runtime;
+use statecraft_shared::tasks::Tasks;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
@@ -37,26 +37,14 @@ use crate::api::{MySQLBackup, MySQLCluster, MySQLRestore};
 /// Annotation on a MySQLCluster asking for a switchover to the named pod.
 pub const SWITCHOVER_ANNOTATION: &str = "mysql.statecraft.io/switchover-to";
 
-/// A running clustering task.
-struct TaskHandle {
-    /// The cluster's UID: a cluster deleted and created again under the same name gets a
-    /// new task.
-    uid: String,
-    /// Wakes the task for an immediate pass (capacity 1: extra wakes are dropped).
-    wake: tokio::sync::mpsc::Sender<()>,
-    /// Stops it.
-    cancel: CancellationToken,
-}
-
 /// Shared by the reconciler and the tasks.
 pub struct Context {
     /// The runner's runtime (client, namespace, events, metrics).
     pub rt: Arc<Runtime>,
     /// The servers' metrics, fed by the tasks.
     pub servers: metrics::ServerMetrics,
-    /// Stops every task at shutdown.
-    shutdown: CancellationToken,
-    tasks: Mutex<HashMap<String, TaskHandle>>,
+    /// The clustering tasks, one per cluster.
+    tasks: Tasks,
 }
 
 impl Context {
@@ -64,31 +52,18 @@ impl Context {
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
         let servers = metrics::ServerMetrics::register(&rt.metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the server metrics: {e}")))?;
-        Ok(Context { rt, servers, shutdown, tasks: Mutex::new(HashMap::new()) })
+        Ok(Context { rt, servers, tasks: Tasks::new(shutdown) })
     }
 
     /// Starts the clustering task of `name` (if it is not running for this `uid`) and wakes it.
     pub fn ensure_task(self: &Arc<Self>, name: &str, uid: &str) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = tasks.get(name).filter(|t| t.uid == uid && !t.cancel.is_cancelled()) {
-            let _ = t.wake.try_send(());
-            return;
-        }
-        if let Some(old) = tasks.remove(name) {
-            old.cancel.cancel();
-        }
-        let (wake, rx) = tokio::sync::mpsc::channel(1);
-        let cancel = self.shutdown.child_token();
-        tokio::spawn(task::run(self.clone(), name.to_string(), uid.to_string(), rx, cancel.clone()));
-        tasks.insert(name.to_string(), TaskHandle { uid: uid.to_string(), wake, cancel });
+        let (ctx, owned, uid_owned) = (self.clone(), name.to_string(), uid.to_string());
+        self.tasks.ensure(name, uid, move |wake, cancel| task::run(ctx, owned, uid_owned, wake, cancel));
     }
 
     /// Stops the task of `name` (the cluster is being deleted).
     pub fn stop_task(&self, name: &str) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = tasks.remove(name) {
-            t.cancel.cancel();
-        }
+        self.tasks.stop(name);
         self.servers.forget(name);
     }
 }

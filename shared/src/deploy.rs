@@ -22,8 +22,13 @@ const IMAGES_ENV: &str = include_str!("../../deploy/images/images.env");
 /// The default image of operator `name` (e.g. `statecraft-mysql`): the `..._IMAGE` entry of
 /// `images.env` whose key is the name in upper case with `_` for `-`.
 pub fn default_image(name: &str) -> Option<&'static str> {
-    let key = format!("{}_IMAGE", name.to_uppercase().replace('-', "_"));
-    IMAGES_ENV.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v)
+    images_env(&format!("{}_IMAGE", name.to_uppercase().replace('-', "_")))
+}
+
+/// The value of `key` in `images.env` (e.g. `ETCD_IMAGE`): the operand images an operator
+/// defaults to, so that it runs exactly what the local cluster has imported.
+pub fn images_env(key: &str) -> Option<&'static str> {
+    IMAGES_ENV.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v.trim())
 }
 
 const METRICS_PORT: i32 = 8080;

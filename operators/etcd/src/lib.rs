@@ -10,18 +10,25 @@
 pub mod api;
 pub mod build;
 pub mod controller;
+pub mod insight;
 pub mod membership;
+pub mod validate;
 
 use std::sync::Arc;
 
 use kube::CustomResourceExt;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use statecraft_shared::rbac::Rule;
+use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
-use statecraft_shared::{Error, Result};
+use statecraft_shared::Result;
 
-use api::{EtcdBackup, EtcdCluster, EtcdRestore};
+use api::{EtcdBackup, EtcdCluster, EtcdRestore, GROUP};
+
+/// Read-only verbs.
+const READ: &[&str] = &["get", "list", "watch"];
+/// Verbs for objects the controllers own and apply with server-side apply.
+const OWN: &[&str] = &["get", "list", "watch", "create", "patch", "delete"];
 
 /// The operator, as the shared runner sees it.
 pub struct EtcdOperator;
@@ -33,11 +40,29 @@ impl Operator for EtcdOperator {
         vec![EtcdCluster::crd(), EtcdBackup::crd(), EtcdRestore::crd()]
     }
 
+    /// What the controllers use, nothing more (Events and Leases are in the base rules):
+    /// read the custom resources and patch their status (the restore controller creates
+    /// the target cluster, the schedule creates snapshots and deletes expired ones); own the
+    /// StatefulSet, Services, membership ConfigMap and PodDisruptionBudget; read pods and
+    /// delete them to roll an upgrade or replace a member; delete the data claims of
+    /// replaced members; run snapshot Jobs; read the S3 credentials Secret for retention.
     fn rbac_rules() -> Vec<Rule> {
-        Vec::new()
+        vec![
+            Rule::new(GROUP, &["etcdclusters"], &["get", "list", "watch", "create"]),
+            Rule::new(GROUP, &["etcdbackups"], &["get", "list", "watch", "create", "delete"]),
+            Rule::new(GROUP, &["etcdrestores"], READ),
+            Rule::new(GROUP, &["etcdclusters/status", "etcdbackups/status", "etcdrestores/status"], &["patch"]),
+            Rule::new("apps", &["statefulsets"], OWN),
+            Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
+            Rule::new(CORE_GROUP, &["secrets"], &["get"]),
+            Rule::new("policy", &["poddisruptionbudgets"], OWN),
+            Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "delete"]),
+            Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),
+            Rule::new("batch", &["jobs"], OWN),
+        ]
     }
 
     async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(Error::Permanent("the etcd controllers are not implemented yet".into()))
+        Err(statecraft_shared::Error::Permanent("the etcd controllers are being wired".into()))
     }
 }

@@ -2,19 +2,14 @@
 //! `deploy/images/images.env` (`MARIADB_IMAGE`), the one place image names live, so the
 //! operator runs exactly what the local cluster has imported.
 
+use statecraft_shared::deploy::images_env;
+
 use crate::api::Flavor;
 use crate::validate::Version;
-
-const IMAGES_ENV: &str = include_str!("../../../deploy/images/images.env");
 
 /// The repository of the official MySQL image (not built here: MySQL 8 cannot be installed
 /// on this project's machines).
 const MYSQL_REPOSITORY: &str = "docker.io/library/mysql";
-
-/// The value of `key` in images.env.
-fn images_env(key: &str) -> Option<&'static str> {
-    IMAGES_ENV.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v.trim())
-}
 
 /// The image of `flavor` at `version`: for MariaDB, `MARIADB_IMAGE` of images.env when its
 /// tag is the version's series (as built here), else the same repository tagged with the

@@ -2,6 +2,11 @@
 //! controller applies them with the shared `Applier`, which adds the managed-by and
 //! instance labels and the owner reference.
 
+pub mod config;
+pub mod pdb;
+pub mod services;
+pub mod statefulset;
+
 use std::collections::BTreeMap;
 
 /// Port of the client API.

@@ -1,0 +1,242 @@
+//! What the CRD schema and its CEL rules cannot check, as pure functions: supported etcd
+//! versions and upgrade paths, the storage and defragmentation sizes, the backup schedule.
+//! Every error names the field (`Error::InvalidSpec`).
+
+use std::fmt;
+
+use statecraft_shared::deploy::images_env;
+use statecraft_shared::{Error, Result};
+
+use crate::api::EtcdClusterSpec;
+
+/// An etcd release, `MAJOR.MINOR.PATCH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    /// Major version.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+    /// Patch version.
+    pub patch: u32,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl Version {
+    /// Parses `MAJOR.MINOR.PATCH` (digits only; a leading `v` is accepted, as etcd's image
+    /// tags have it).
+    pub fn parse(s: &str) -> Option<Version> {
+        let mut parts = s.strip_prefix('v').unwrap_or(s).split('.');
+        let mut num = || parts.next().filter(|p| !p.is_empty() && p.len() <= 4).and_then(|p| p.parse::<u32>().ok());
+        let v = Version { major: num()?, minor: num()?, patch: num()? };
+        parts.next().is_none().then_some(v)
+    }
+}
+
+/// Release series the operator supports: the learner API and `MoveLeader` need 3.4, the
+/// `/livez` and `/readyz` probes 3.5.
+pub const SUPPORTED_SERIES: &[(u32, u32)] = &[(3, 5), (3, 6)];
+
+/// The repository of the official etcd image.
+const REPOSITORY: &str = "gcr.io/etcd-development/etcd";
+
+/// The default image of `version`: `ETCD_IMAGE` of images.env when it is that version (as
+/// built here), else the official repository tagged `v<version>`.
+pub fn default_image(version: &Version) -> String {
+    let tag = format!("v{version}");
+    match images_env("ETCD_IMAGE") {
+        Some(image) if image.rsplit_once(':').is_some_and(|(_, t)| t == tag) => image.to_string(),
+        _ => format!("{REPOSITORY}:{tag}"),
+    }
+}
+
+/// A spec that passed validation, with what was derived from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidSpec {
+    /// The spec as given.
+    pub spec: EtcdClusterSpec,
+    /// Its version.
+    pub version: Version,
+    /// The image the members run.
+    pub image: String,
+    /// etcd's backend quota: 80% of the volume, so NOSPACE comes before a full disk.
+    pub quota_bytes: i64,
+    /// `spec.defragmentation.minDbSize` in bytes.
+    pub defrag_min_bytes: i64,
+}
+
+fn invalid(field: &str, message: String) -> Error {
+    Error::invalid_spec(field, message)
+}
+
+/// Bytes of a Kubernetes quantity (`8Gi`, `500M`, `1024`); `None` when it is not one.
+pub fn quantity_bytes(q: &str) -> Option<i64> {
+    let q = q.trim();
+    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+    let (number, suffix) = q.split_at(split);
+    let factor: f64 = match suffix {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let value = number.parse::<f64>().ok()? * factor;
+    (value.is_finite() && value >= 0.0 && value < i64::MAX as f64).then_some(value as i64)
+}
+
+/// Validates a cluster spec.
+pub fn validate(spec: &EtcdClusterSpec) -> Result<ValidSpec> {
+    let version = Version::parse(&spec.version)
+        .ok_or_else(|| invalid("spec.version", format!("{:?} is not MAJOR.MINOR.PATCH", spec.version)))?;
+    if !SUPPORTED_SERIES.contains(&(version.major, version.minor)) {
+        let list: Vec<String> = SUPPORTED_SERIES.iter().map(|(a, b)| format!("{a}.{b}")).collect();
+        return Err(invalid(
+            "spec.version",
+            format!("{version} is not supported; supported series: {}", list.join(", ")),
+        ));
+    }
+    if ![1, 3, 5, 7].contains(&spec.replicas) {
+        return Err(invalid("spec.replicas", format!("must be 1, 3, 5 or 7, not {}", spec.replicas)));
+    }
+    let size = quantity_bytes(&spec.storage.size)
+        .filter(|b| *b > 0)
+        .ok_or_else(|| invalid("spec.storage.size", format!("{:?} is not a size", spec.storage.size)))?;
+    // etcd refuses to start below its minimum; 8 GiB is its recommended maximum quota.
+    let quota_bytes = (size / 10 * 8).min(8 * 1024 * 1024 * 1024);
+    if quota_bytes < 64 * 1024 * 1024 {
+        return Err(invalid(
+            "spec.storage.size",
+            format!("{} is too small: etcd needs at least 80Mi", spec.storage.size),
+        ));
+    }
+    let defrag_min_bytes = quantity_bytes(&spec.defragmentation.min_db_size).ok_or_else(|| {
+        invalid("spec.defragmentation.minDbSize", format!("{:?} is not a size", spec.defragmentation.min_db_size))
+    })?;
+    let image = spec.image.clone().unwrap_or_else(|| default_image(&version));
+    Ok(ValidSpec { spec: spec.clone(), version, image, quota_bytes, defrag_min_bytes })
+}
+
+/// Checks a version change against the version the members run: no downgrade, no skipped
+/// minor release (etcd upgrades one minor at a time), no major change.
+pub fn check_version_change(running: &Version, desired: &Version) -> Result<()> {
+    if desired < running {
+        return Err(invalid(
+            "spec.version",
+            format!("{desired} is older than {running}, which the members run: downgrades are refused"),
+        ));
+    }
+    if desired.major != running.major || desired.minor > running.minor + 1 {
+        return Err(invalid(
+            "spec.version",
+            format!(
+                "{desired} skips a release from {running}: upgrade one minor version at a time \
+                 (to {}.{}.x first)",
+                running.major,
+                running.minor + 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::api::{Defragmentation, Storage};
+
+    pub(crate) fn spec() -> EtcdClusterSpec {
+        EtcdClusterSpec {
+            version: "3.6.16".into(),
+            image: None,
+            replicas: 3,
+            storage: Storage { size: "1Gi".into(), storage_class_name: None },
+            resources: None,
+            backup: None,
+            defragmentation: Defragmentation::default(),
+            auto_heal: Default::default(),
+            quorum_loss: Default::default(),
+            bootstrap_from: None,
+            paused: false,
+        }
+    }
+
+    /// The field an invalid spec is refused for, and its message.
+    fn refused(r: Result<ValidSpec>) -> (String, String) {
+        match r {
+            Err(Error::InvalidSpec { field, message }) => (field, message),
+            other => panic!("expected an invalid spec, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_spec_derives_image_and_quota() {
+        let v = validate(&spec()).unwrap();
+        assert_eq!(v.image, "gcr.io/etcd-development/etcd:v3.6.16");
+        assert_eq!(v.quota_bytes, 858_993_456);
+        assert_eq!(v.defrag_min_bytes, 64 * 1024 * 1024);
+        let other = validate(&EtcdClusterSpec { version: "3.5.21".into(), ..spec() }).unwrap();
+        assert_eq!(other.image, "gcr.io/etcd-development/etcd:v3.5.21");
+        let custom = validate(&EtcdClusterSpec { image: Some("my/etcd:x".into()), ..spec() }).unwrap();
+        assert_eq!(custom.image, "my/etcd:x");
+        let big = validate(&EtcdClusterSpec {
+            storage: Storage { size: "100Gi".into(), storage_class_name: None },
+            ..spec()
+        });
+        assert_eq!(big.unwrap().quota_bytes, 8 * 1024 * 1024 * 1024);
+    }
+
+    #[test]
+    fn bad_specs_name_their_field() {
+        assert_eq!(refused(validate(&EtcdClusterSpec { version: "3.6".into(), ..spec() })).0, "spec.version");
+        let (field, message) = refused(validate(&EtcdClusterSpec { version: "3.4.30".into(), ..spec() }));
+        assert_eq!(field, "spec.version");
+        assert!(message.contains("3.5, 3.6"), "{message}");
+        assert_eq!(refused(validate(&EtcdClusterSpec { replicas: 4, ..spec() })).0, "spec.replicas");
+        let tiny = EtcdClusterSpec { storage: Storage { size: "10Mi".into(), storage_class_name: None }, ..spec() };
+        assert_eq!(refused(validate(&tiny)).0, "spec.storage.size");
+        let junk = EtcdClusterSpec { storage: Storage { size: "lots".into(), storage_class_name: None }, ..spec() };
+        assert_eq!(refused(validate(&junk)).0, "spec.storage.size");
+    }
+
+    #[test]
+    fn versions_parse_and_upgrade_paths_are_checked() {
+        assert_eq!(Version::parse("v3.6.16"), Some(Version { major: 3, minor: 6, patch: 16 }));
+        assert_eq!(Version::parse("3.6"), None);
+        assert_eq!(Version::parse("3.6.1.2"), None);
+        let v = |s| Version::parse(s).unwrap();
+        assert!(check_version_change(&v("3.5.21"), &v("3.6.16")).is_ok());
+        assert!(check_version_change(&v("3.6.16"), &v("3.6.16")).is_ok());
+        assert!(check_version_change(&v("3.6.1"), &v("3.6.16")).is_ok());
+        let refused = |a, b| match check_version_change(&v(a), &v(b)) {
+            Err(Error::InvalidSpec { field, message }) => {
+                assert_eq!(field, "spec.version");
+                message
+            }
+            other => panic!("{other:?}"),
+        };
+        assert!(refused("3.6.16", "3.5.21").contains("downgrades are refused"));
+        assert!(refused("3.6.16", "3.6.1").contains("downgrades are refused"));
+        assert!(refused("3.4.30", "3.6.16").contains("one minor version at a time"));
+        assert!(refused("3.6.16", "4.0.0").contains("skips a release"));
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(quantity_bytes("1Gi"), Some(1 << 30));
+        assert_eq!(quantity_bytes("64Mi"), Some(64 << 20));
+        assert_eq!(quantity_bytes("1.5G"), Some(1_500_000_000));
+        assert_eq!(quantity_bytes("12"), Some(12));
+        assert_eq!(quantity_bytes("1Xi"), None);
+        assert_eq!(quantity_bytes(""), None);
+    }
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cluster part of `make test`: brings the local cluster up (unless it already is),
-# runs the e2e tests that `make test` includes (the cluster checks and the MySQL smoke
-# test), and brings the cluster down again if this script brought it up.
+# runs the e2e tests that `make test` includes (the cluster checks and the MySQL and etcd
+# smoke tests), and brings the cluster down again if this script brought it up.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/e2e/cluster/env.sh"
 cd "$ROOT"
@@ -17,6 +17,10 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test cluster -- --ignored
 # writes with no acknowledged write lost. `make e2e` runs every scenario.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
   mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes
+# The etcd operator's: install, a 3-member cluster grown through learners to Ready, a
+# linearizable client through the client Service, the operator's metrics.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
+  etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients
 if $started_here; then
   log "cluster checks done; taking the cluster down"
 fi

@@ -86,6 +86,15 @@ impl Cluster {
         &self.kubeconfig
     }
 
+    /// The address pods reach this machine at (where a test's S3 server listens): the local
+    /// cluster's node address, kind's docker network gateway, or `STATECRAFT_E2E_S3_HOST`.
+    pub fn host_address(&self) -> String {
+        std::env::var("STATECRAFT_E2E_S3_HOST").unwrap_or_else(|_| match self.provider {
+            Provider::Local => "10.199.0.1".into(),
+            Provider::Kind => "172.18.0.1".into(),
+        })
+    }
+
     /// Runs `kubectl` with `args` against this cluster and returns its standard output.
     pub fn kubectl(&self, args: &[&str]) -> Result<String> {
         self.kubectl_with_input(args, None)

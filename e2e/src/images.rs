@@ -1,5 +1,11 @@
 //! The image names of the cluster, read from `deploy/images/images.env`, the one place they
-//! are written down (the image build, the cluster and the tests all read it).
+//! are written down (the image build, the cluster and the tests all read it), and second
+//! tags of them on the local cluster's node.
+
+use crate::{E2eError, Result};
+
+/// The socket of the local cluster's containerd.
+pub const NODE_CONTAINERD_SOCKET: &str = "/run/statecraft/containerd/containerd.sock";
 
 const IMAGES_ENV: &str = include_str!("../../deploy/images/images.env");
 
@@ -18,6 +24,38 @@ pub fn all() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// `image` with its tag replaced by `tag` (`repo:old` → `repo:tag`).
+pub fn retagged(image: &str, tag: &str) -> String {
+    format!("{}:{tag}", image.rsplit_once(':').map_or(image, |(repo, _)| repo))
+}
+
+/// Adds the name `target` to the image `source` in the local cluster node's containerd
+/// (namespace `k8s.io`, where the kubelet finds images), replacing any image of that name.
+/// Only one build of each operand exists offline, so an upgrade test gives pods the same
+/// build under a second tag: they change image and restart exactly as in a real upgrade.
+/// Local cluster only.
+pub fn tag_on_node(source: &str, target: &str) -> Result<()> {
+    let command = format!("ctr images tag {source} {target}");
+    let out = std::process::Command::new("ctr")
+        .args([
+            "--address",
+            NODE_CONTAINERD_SOCKET,
+            "--namespace",
+            "k8s.io",
+            "images",
+            "tag",
+            "--force",
+            source,
+            target,
+        ])
+        .output()
+        .map_err(|e| E2eError::Command { command: command.clone(), message: e.to_string() })?;
+    if !out.status.success() {
+        return Err(E2eError::Command { command, message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -26,5 +64,11 @@ mod tests {
         assert!(super::image("MARIADB_IMAGE").is_some_and(|i| i.contains("mariadb:")));
         assert!(super::all().len() >= 7);
         assert_eq!(super::image("NOPE"), None);
+    }
+
+    #[test]
+    fn retagging_keeps_the_repository() {
+        assert_eq!(super::retagged("gcr.io/etcd-development/etcd:v3.6.16", "x"), "gcr.io/etcd-development/etcd:x");
+        assert_eq!(super::retagged("localhost:5000/a:b", "c"), "localhost:5000/a:c");
     }
 }

@@ -5,17 +5,26 @@
 //! - [`namespace`]: a namespace per test, deleted afterwards, with pod logs and Events
 //!   dumped when the test fails;
 //! - [`wait`]: waiting on conditions with a timeout that names what it waited for;
-//! - [`images`]: the image names the cluster has (from `deploy/images/images.env`).
+//! - [`images`]: the image names the cluster has (from `deploy/images/images.env`), and
+//!   second tags of them on the local node (upgrade tests);
+//! - [`operator`]: any operator installed from its manifests, its metrics, its leader killed;
+//! - [`events`]: counting the Events an operator left on a resource;
+//! - [`writes`]: what a client writing throughout a test saw (gaps, lost writes);
+//! - [`results`]: measurements appended to `results/e2e/*.jsonl`.
 //!
 //! Tests are `#[ignore]`d so that `cargo test` without a cluster skips them; `make e2e`
 //! runs them all (`E2E_FILTER=<substring>` narrows the run) and `make test` runs the
 //! cluster checks.
 
 pub mod cluster;
+pub mod events;
 pub mod evidence;
 pub mod images;
 pub mod namespace;
+pub mod operator;
+pub mod results;
 pub mod wait;
+pub mod writes;
 
 pub use cluster::{Cluster, Provider};
 pub use namespace::TestNamespace;

@@ -8,7 +8,7 @@
 //! criteria it proves (`Criteria:`), for the capability report.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::{Api, ResourceExt};
@@ -16,11 +16,13 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
 use statecraft_e2e::evidence::Evidence;
-use statecraft_e2e::images::image;
-use statecraft_e2e::{Cluster, Provider, TestNamespace, wait_until};
+use statecraft_e2e::images::{image, retagged, tag_on_node};
+use statecraft_e2e::results::{append_result, unix_now};
+use statecraft_e2e::writes::{Attempt, StopFlag, longest_gap, lost};
+use statecraft_e2e::{Cluster, Provider, TestNamespace, events, operator, wait_until};
 use statecraft_mysql::MysqlOperator;
 use statecraft_mysql::api::{self as crate_api, MySQLBackup, MySQLCluster, MySQLRestore};
-use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
+use statecraft_shared::runner::Operator;
 use statecraft_shared::testing::s3::S3Server;
 use tokio::sync::Mutex;
 
@@ -29,25 +31,7 @@ type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 /// Installs the CRDs (cluster-scoped, shared by every run) and the operator's manifests
 /// (ServiceAccount, namespaced Role, Deployment with two replicas) into `ns`.
 async fn install_operator(cluster: &Cluster, ns: &str) -> TestResult {
-    cluster.kubectl_with_input(
-        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
-        Some(&crd_yaml(&MysqlOperator::crds())?),
-    )?;
-    for crd in ["mysqlclusters", "mysqlbackups", "mysqlrestores"] {
-        cluster.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            &format!("crd/{crd}.mysql.statecraft.io"),
-            "--timeout=30s",
-        ])?;
-    }
-    let image = image("STATECRAFT_MYSQL_IMAGE").ok_or("STATECRAFT_MYSQL_IMAGE missing from images.env")?;
-    cluster.kubectl_with_input(
-        &["apply", "-n", ns, "-f", "-"],
-        Some(&manifests_yaml::<MysqlOperator>(ns, Some(image))?),
-    )?;
-    cluster.kubectl(&["rollout", "status", "-n", ns, "deployment/statecraft-mysql", "--timeout=180s"])?;
-    Ok(())
+    Ok(operator::install::<MysqlOperator>(cluster, ns, "STATECRAFT_MYSQL_IMAGE").await?)
 }
 
 /// A MariaDB cluster of `replicas` servers. On the local cluster, whose host-path
@@ -102,17 +86,9 @@ async fn primary_opts(
         .into())
 }
 
-/// One write attempt: when it started and whether it was acknowledged.
-#[derive(Clone, Copy, Debug)]
-struct Attempt {
-    id: u64,
-    at: Instant,
-    acked: bool,
-}
-
 /// Writes one row at a time through the read-write Service until stopped, reconnecting
 /// after any error, and records every attempt.
-fn start_writer(opts: Opts, stop: stop_flag::Flag) -> (Arc<Mutex<Vec<Attempt>>>, tokio::task::JoinHandle<()>) {
+fn start_writer(opts: Opts, stop: StopFlag) -> (Arc<Mutex<Vec<Attempt>>>, tokio::task::JoinHandle<()>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
     let handle = tokio::spawn(async move {
@@ -145,35 +121,6 @@ fn start_writer(opts: Opts, stop: stop_flag::Flag) -> (Arc<Mutex<Vec<Attempt>>>,
         }
     });
     (log, handle)
-}
-
-/// A stop flag shared with the writer task.
-mod stop_flag {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    #[derive(Clone, Default)]
-    pub struct Flag(Arc<AtomicBool>);
-    impl Flag {
-        pub fn set(&self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-        pub fn is_set(&self) -> bool {
-            self.0.load(Ordering::Relaxed)
-        }
-    }
-}
-
-fn append_result(file: &str, record: serde_json::Value) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/e2e");
-    let _ = std::fs::create_dir_all(&dir);
-    let line = format!("{record}\n");
-    if let Err(e) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(file)).and_then(|mut f| {
-        use std::io::Write;
-        f.write_all(line.as_bytes())
-    }) {
-        eprintln!("could not record the measurement: {e}");
-    }
 }
 
 /// Starts the evidence record of `test` for `criteria`: written as passed by `.pass()`,
@@ -260,30 +207,22 @@ impl Db {
         Ok(c.query("SELECT id FROM app.w ORDER BY id").await?)
     }
 
-    /// Events of the cluster with `reason`.
-    fn events(&self, reason: &str) -> Result<usize, statecraft_e2e::E2eError> {
-        let out = self.kubectl(&[
-            "get",
-            "events",
-            "--field-selector",
-            &format!("involvedObject.name={},reason={reason}", self.name),
-            "-o",
-            "name",
-        ])?;
-        Ok(out.lines().filter(|l| !l.is_empty()).count())
+    /// How many times an Event with `reason` was recorded on the cluster.
+    async fn events(&self, reason: &str) -> Result<u32, statecraft_e2e::E2eError> {
+        events::count(&self.cluster, &self.ns.name, &self.name, reason).await
     }
 }
 
 /// A client writing through the read-write Service until stopped.
 struct Writer {
     log: Arc<Mutex<Vec<Attempt>>>,
-    stop: stop_flag::Flag,
+    stop: StopFlag,
     handle: tokio::task::JoinHandle<()>,
 }
 
 impl Writer {
     fn start(opts: Opts) -> Writer {
-        let stop = stop_flag::Flag::default();
+        let stop = StopFlag::default();
         let (log, handle) = start_writer(opts, stop.clone());
         Writer { log, stop, handle }
     }
@@ -298,22 +237,6 @@ impl Writer {
         self.handle.await?;
         Ok(self.log.lock().await.clone())
     }
-}
-
-/// The longest time between two acknowledged writes that ends after `from`: the write
-/// unavailability an event caused.
-fn longest_gap(attempts: &[Attempt], from: Instant) -> Duration {
-    let acked: Vec<Instant> = attempts.iter().filter(|a| a.acked).map(|a| a.at).collect();
-    acked.windows(2).filter(|w| w[1] > from).map(|w| w[1].duration_since(w[0])).max().unwrap_or_default()
-}
-
-/// Acknowledged ids missing from `present` (sorted).
-fn lost(attempts: &[Attempt], present: &[u64]) -> Vec<u64> {
-    attempts.iter().filter(|a| a.acked && present.binary_search(&a.id).is_err()).map(|a| a.id).collect()
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
 /// Criteria: L1.install (operator installed from its manifests with two replicas and one
@@ -405,20 +328,10 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
 
 /// Exactly one of the two operator pods leads, and it exports the members' state.
 async fn check_one_leader_exports_member_metrics(db: &Db) -> TestResult {
-    let ips = db.kubectl(&[
-        "get",
-        "pods",
-        "-l",
-        "app.kubernetes.io/name=statecraft-mysql",
-        "-o",
-        "jsonpath={.items[*].status.podIP}",
-    ])?;
+    let pods = operator::metrics(&db.cluster, &db.ns.name, MysqlOperator::NAME).await?;
+    let ips: Vec<&str> = pods.iter().map(|(ip, _)| ip.as_str()).collect();
     let mut leaders = 0;
-    for ip in ips.split_whitespace() {
-        let text = wait_until(Duration::from_secs(30), "the operator's /metrics", || async {
-            http_get(&format!("{ip}:8080"), "/metrics").await
-        })
-        .await?;
+    for (_, text) in &pods {
         if text.lines().any(|l| l == "statecraft_mysql_leader 1") {
             leaders += 1;
             let up = format!("statecraft_mysql_member_up{{cluster=\"{}\",member=\"{}-0\"}} 1", db.name, db.name);
@@ -426,19 +339,8 @@ async fn check_one_leader_exports_member_metrics(db: &Db) -> TestResult {
             assert!(text.contains("statecraft_mysql_cluster_phase{cluster=\"db\",phase=\"Healthy\"} 1"), "{text}");
         }
     }
-    assert_eq!(leaders, 1, "exactly one operator pod leads: {ips}");
+    assert_eq!(leaders, 1, "exactly one operator pod leads: {ips:?}");
     Ok(())
-}
-
-/// A plain HTTP/1.0 GET (the e2e crate has no HTTP client): the body, or None.
-async fn http_get(addr: &str, path: &str) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await.ok()?.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await.ok()?.ok()?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
 }
 
 /// Criteria: L3.switchover (a switchover on request moves the primary with a short write
@@ -484,7 +386,7 @@ async fn mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause(
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     assert_eq!((old.role.as_str(), old.ready), ("replica", true), "the old primary replicates: {old:?}");
     assert_eq!(status.handled_switchover.as_deref(), Some("db-2"));
-    assert!(db.events("Switchover")? >= 1, "an Event records the switchover");
+    assert!(db.events("Switchover").await? >= 1, "an Event records the switchover");
     ev.pass(json!({"write_gap_seconds": gap.as_secs_f64(), "acknowledged_writes_lost": lost.len()}));
     db.ns.pass();
     Ok(())
@@ -539,7 +441,7 @@ async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestR
     db.create_table().await?;
     let writer = Writer::start(db.opts().await?);
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let switchovers_before = db.events("Switchover")?;
+    let switchovers_before = db.events("Switchover").await?;
     let started = Instant::now();
     db.patch(json!({"spec": {"serverConfig": {"max_connections": "250"}}}))?;
     // The roll: every pod replaced, the roll recorded complete in status.
@@ -551,7 +453,7 @@ async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestR
     let lost = lost(&attempts, &db.rows().await?);
     let mut c = db.connect().await?;
     let max: Option<String> = c.query_first("SELECT @@GLOBAL.max_connections").await?;
-    let switchovers = db.events("Switchover")? - switchovers_before;
+    let switchovers = db.events("Switchover").await? - switchovers_before;
     eprintln!("roll: {took:?}; primaries {primaries:?}; longest write gap {gap:?}; {} lost", lost.len());
     append_result(
         "mysql-rolling-restart.jsonl",
@@ -605,7 +507,7 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
     })
     .await?;
     assert!(reason.contains("server_id"), "the message names the setting: {reason}");
-    assert!(db.events("InvalidSpec")? >= 1, "a Warning Event");
+    assert!(db.events("InvalidSpec").await? >= 1, "a Warning Event");
     // The server kept running and serving meanwhile.
     let mut c = db.connect().await?;
     c.query_drop("CREATE DATABASE IF NOT EXISTS still_writable").await?;
@@ -728,10 +630,7 @@ async fn checksum(c: &mut Conn) -> Result<(Option<i64>, Option<i64>), mysql_asyn
 /// The address pods reach this machine at: the local cluster's node address, or
 /// `STATECRAFT_E2E_S3_HOST` (for kind, the docker network's gateway).
 fn s3_host(cluster: &Cluster) -> String {
-    std::env::var("STATECRAFT_E2E_S3_HOST").unwrap_or_else(|_| match cluster.provider {
-        Provider::Local => "10.199.0.1".into(),
-        Provider::Kind => "172.18.0.1".into(),
-    })
+    cluster.host_address()
 }
 
 impl Db {
@@ -764,12 +663,7 @@ impl Db {
 
     /// Force-deletes the operator pod holding the leader Lease; returns its name.
     fn kill_leader(&self) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
-        let leader = self.kubectl(&["get", "lease", "statecraft-mysql", "-o", "jsonpath={.spec.holderIdentity}"])?;
-        if leader.is_empty() {
-            return Err("no operator holds the Lease".into());
-        }
-        self.kubectl(&["delete", "pod", &leader, "--grace-period=0", "--force", "--wait=false"])?;
-        Ok(leader)
+        Ok(operator::kill_leader(&self.cluster, &self.ns.name, MysqlOperator::NAME)?)
     }
 }
 
@@ -895,7 +789,7 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
     eprintln!("scheduled: first {first}; kept {kept:?} of {total}; {objects} object(s) in S3");
     assert_eq!(objects, 1, "keepLast: 1 leaves one object");
     // Repeated Events of one reason are one Event object with a series count.
-    assert!(db.events("BackupScheduled")? >= 1 && db.events("BackupsExpired")? >= 1);
+    assert!(db.events("BackupScheduled").await? >= 1 && db.events("BackupsExpired").await? >= 1);
     ev.pass(json!(null));
     db.ns.pass();
     Ok(())
@@ -935,7 +829,7 @@ async fn mysql_measure_operator_memory_with_many_clusters() -> TestResult {
     let all_ready = started.elapsed();
     // Let a minute of steady one-second passes go by before reading the peak.
     tokio::time::sleep(Duration::from_secs(60)).await;
-    let leader = db.kubectl(&["get", "lease", "statecraft-mysql", "-o", "jsonpath={.spec.holderIdentity}"])?;
+    let leader = operator::leader_pod(&db.cluster, &db.ns.name, MysqlOperator::NAME)?;
     let uid = db.kubectl(&["get", "pod", &leader, "-o", "jsonpath={.metadata.uid}"])?;
     let (rss, hwm) = operator_memory(&uid).ok_or("the leader's process was not found under /proc")?;
     eprintln!("{count} clusters Ready after {all_ready:?}; operator VmRSS {rss} KiB, VmHWM {hwm} KiB");
@@ -989,14 +883,8 @@ async fn mysql_version_upgrade_rolls_with_one_primary_change() -> TestResult {
         return Ok(());
     }
     let old = image("MARIADB_IMAGE").ok_or("MARIADB_IMAGE missing from images.env")?;
-    let new = format!("{}:10.11.19", old.rsplit_once(':').map_or(old, |(repo, _)| repo));
-    let sock = "/run/statecraft/containerd/containerd.sock";
-    let tagged = std::process::Command::new("ctr")
-        .args(["--address", sock, "--namespace", "k8s.io", "images", "tag", "--force", old, &new])
-        .output()?;
-    if !tagged.status.success() {
-        return Err(format!("ctr images tag: {}", String::from_utf8_lossy(&tagged.stderr)).into());
-    }
+    let new = retagged(old, "10.11.19");
+    tag_on_node(old, &new)?;
     let ev = evidence("mysql_version_upgrade_rolls_with_one_primary_change", &["L2.operand-upgrade"]).await?;
     let db = Db::create("mysql-upgrade", "db", 3, json!({})).await?;
     assert_eq!(db.status().await?.observed_version.as_deref(), Some("10.11"));

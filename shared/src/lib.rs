@@ -8,7 +8,8 @@
 //! - [`error`]: one error type whose category decides how a failed reconcile is retried.
 //! - [`tasks`]: one background task per resource (data-plane loops beside the reconcile).
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
-//! - [`backup`]: the backup policy (schedule, retention) cluster resources embed.
+//! - [`backup`]: what backups share across operators: the policy (schedule, retention),
+//!   cron slots, the Job that runs a backup and its report, scheduled backups.
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
 //! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).

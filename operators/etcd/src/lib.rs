@@ -11,17 +11,19 @@ pub mod api;
 pub mod build;
 pub mod controller;
 pub mod insight;
+pub mod jobs;
 pub mod membership;
+pub mod snapshot;
 pub mod validate;
 
 use std::sync::Arc;
 
 use kube::CustomResourceExt;
+use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
-use statecraft_shared::Result;
 
 use api::{EtcdBackup, EtcdCluster, EtcdRestore, GROUP};
 
@@ -62,7 +64,13 @@ impl Operator for EtcdOperator {
         ]
     }
 
-    async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(statecraft_shared::Error::Permanent("the etcd controllers are being wired".into()))
+    async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
+        controller::run(runtime, shutdown).await
+    }
+
+    /// `backup` (an EtcdBackup's Job) and `restore-member` (the init container of a
+    /// restored cluster's pods); see [`jobs`].
+    async fn run_job(name: &str) -> Result<()> {
+        jobs::run(name).await
     }
 }

@@ -1,10 +1,11 @@
 //! The Job tasks the binary runs inside a backup or restore Job's pod (`statecraft-mysql job
 //! backup|restore`): read the parameters from the environment (see
 //! [`crate::build::jobs::env`]), stream between the flavor's client and S3, and report the
-//! outcome as JSON in the container's termination message, where the controller reads it.
+//! outcome as JSON in the container's termination message, where the controller reads it
+//! (the shared [`run_task`]).
 
 use serde::{Deserialize, Serialize};
-use statecraft_shared::s3::{S3Credentials, S3Location, S3Store};
+use statecraft_shared::backup::job::{ObjectReport, TaskEnv, run_task};
 use statecraft_shared::{Error, Result};
 use tracing::info;
 
@@ -12,27 +13,15 @@ use crate::api::Flavor;
 use crate::backup::{ClientConnection, backup_to_s3, dump_command, restore_command, restore_from_s3};
 use crate::build::jobs::env;
 
-/// Where Kubernetes reads a container's termination message.
-const TERMINATION_LOG: &str = "/dev/termination-log";
-
-/// What a backup Job reports.
+/// What a backup Job reports: the stored object, and the position it is consistent with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupReport {
-    /// `s3://bucket/full-key`.
-    pub url: String,
-    /// Key relative to the location's prefix.
-    pub key: String,
-    /// Bytes stored.
-    pub bytes: u64,
-    /// SHA-256 of the object, hex.
-    pub sha256: String,
+    /// Where the object is and what it holds.
+    #[serde(flatten)]
+    pub object: ObjectReport,
     /// GTID position the dump is consistent with.
     pub gtid: String,
-    /// Start (RFC 3339).
-    pub started_at: String,
-    /// End (RFC 3339).
-    pub finished_at: String,
 }
 
 /// What a restore Job reports.
@@ -51,25 +40,20 @@ pub struct RestoreReport {
     pub finished_at: String,
 }
 
-fn var(name: &str) -> Result<String> {
-    std::env::var(name).map_err(|_| Error::invalid_spec(name, "missing from the Job's environment"))
-}
-
-fn store() -> Result<S3Store> {
-    let location: S3Location = serde_json::from_str(&var(env::LOCATION)?)
-        .map_err(|e| Error::invalid_spec(env::LOCATION, format!("not an S3 location: {e}")))?;
-    let credentials = S3Credentials::new(var(env::ACCESS_KEY_ID)?, var(env::SECRET_ACCESS_KEY)?);
-    Ok(S3Store::new(&location, credentials)?)
-}
-
-fn connection() -> Result<(Flavor, ClientConnection)> {
-    let flavor = match var(env::FLAVOR)?.as_str() {
+fn connection(vars: &TaskEnv<'_>) -> Result<(Flavor, ClientConnection)> {
+    let flavor = match vars.required(env::FLAVOR)?.as_str() {
         "mariadb" => Flavor::Mariadb,
         "mysql" => Flavor::Mysql,
         other => return Err(Error::invalid_spec(env::FLAVOR, format!("unknown flavor {other:?}"))),
     };
-    let port = var(env::PORT)?.parse().map_err(|_| Error::invalid_spec(env::PORT, "not a port number"))?;
-    Ok((flavor, ClientConnection::new(var(env::HOST)?, port, var(env::USER)?, var(env::PASSWORD)?)))
+    let port = vars.required(env::PORT)?.parse().map_err(|_| Error::invalid_spec(env::PORT, "not a port number"))?;
+    let conn = ClientConnection::new(
+        vars.required(env::HOST)?,
+        port,
+        vars.required(env::USER)?,
+        vars.required(env::PASSWORD)?,
+    );
+    Ok((flavor, conn))
 }
 
 /// How long a Job waits for its server to accept connections: a restore can start the
@@ -105,52 +89,36 @@ fn job_error(e: crate::backup::BackupError) -> Error {
     Error::DataPlane { system: "mysql".into(), message: e.to_string() }
 }
 
-/// Writes `report` (or, on failure, the error) where the controller reads it.
-fn report(text: &str) {
-    if let Err(e) = std::fs::write(TERMINATION_LOG, text) {
-        tracing::warn!(error = %e, "could not write the termination message");
-    }
-}
-
-/// Runs the task `name`.
+/// Runs the task `name`, its parameters from the process environment.
 pub async fn run(name: &str) -> Result<()> {
-    let result = match name {
-        "backup" => backup().await,
-        "restore" => restore().await,
+    let vars = TaskEnv::process();
+    match name {
+        "backup" => run_task(name, backup(vars)).await,
+        "restore" => run_task(name, restore(vars)).await,
         other => Err(Error::invalid_spec("job", format!("statecraft-mysql has no job task named {other:?}"))),
-    };
-    match &result {
-        Ok(json) => report(json),
-        Err(e) => report(&format!("{name} failed: {e}")),
     }
-    result.map(|_| ())
 }
 
-async fn backup() -> Result<String> {
-    let store = store()?;
-    let (flavor, conn) = connection()?;
-    let key = var(env::KEY)?;
+async fn backup(vars: TaskEnv<'_>) -> Result<BackupReport> {
+    let store = vars.store()?;
+    let (flavor, conn) = connection(&vars)?;
+    let key = vars.required(env::KEY)?;
     let dump = dump_command(flavor, &conn).map_err(job_error)?;
     wait_for_server(&conn).await?;
     let outcome = backup_to_s3(&dump, &store, &key).await.map_err(job_error)?;
     let report = BackupReport {
-        url: format!("s3://{}/{}", outcome.receipt.bucket, outcome.receipt.object_key),
-        key: outcome.key.clone(),
-        bytes: outcome.bytes,
-        sha256: outcome.sha256.clone(),
+        object: ObjectReport::new(&outcome.receipt, outcome.started_at, outcome.finished_at),
         gtid: outcome.gtid().to_string(),
-        started_at: outcome.started_at.to_rfc3339(),
-        finished_at: outcome.finished_at.to_rfc3339(),
     };
-    info!(url = %report.url, bytes = report.bytes, gtid = %report.gtid, "backup stored");
-    serde_json::to_string(&report).map_err(|e| Error::Permanent(format!("encoding the report: {e}")))
+    info!(url = %report.object.url, bytes = report.object.bytes, gtid = %report.gtid, "backup stored");
+    Ok(report)
 }
 
-async fn restore() -> Result<String> {
-    let store = store()?;
-    let (flavor, conn) = connection()?;
-    let key = var(env::KEY)?;
-    let expected = std::env::var(env::SHA256).ok().filter(|s| !s.is_empty());
+async fn restore(vars: TaskEnv<'_>) -> Result<RestoreReport> {
+    let store = vars.store()?;
+    let (flavor, conn) = connection(&vars)?;
+    let key = vars.required(env::KEY)?;
+    let expected = vars.optional(env::SHA256);
     let client = restore_command(flavor, &conn).map_err(job_error)?;
     wait_for_server(&conn).await?;
     let outcome = restore_from_s3(&store, &key, expected.as_deref(), &client).await.map_err(job_error)?;
@@ -162,5 +130,5 @@ async fn restore() -> Result<String> {
         finished_at: outcome.finished_at.to_rfc3339(),
     };
     info!(key, bytes = report.bytes, "restore applied");
-    serde_json::to_string(&report).map_err(|e| Error::Permanent(format!("encoding the report: {e}")))
+    Ok(report)
 }

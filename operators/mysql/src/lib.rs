@@ -31,7 +31,6 @@ pub mod controller;
 pub mod flavor;
 pub mod image;
 pub mod jobs;
-pub mod schedule;
 pub mod validate;
 
 use std::sync::Arc;

@@ -205,18 +205,7 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
     }
 
     if let Some(backup) = &spec.backup {
-        check_cron(&backup.schedule).map_err(|m| Error::invalid_spec("spec.backup.schedule", m))?;
-        if let Some(age) = &backup.retention.max_age {
-            parse_age(age).ok_or_else(|| {
-                Error::invalid_spec("spec.backup.retention.maxAge", format!("{age:?} is not a duration like 7d or 36h"))
-            })?;
-        }
-        if backup.retention.keep_last.is_some_and(|n| n < 1) {
-            return Err(Error::invalid_spec("spec.backup.retention.keepLast", "must be at least 1"));
-        }
-        if backup.location.bucket.is_empty() {
-            return Err(Error::invalid_spec("spec.backup.location.bucket", "must not be empty"));
-        }
+        backup.validate("spec.backup")?;
     }
 
     Ok(ValidSpec { spec: spec.clone(), version, image, server_config, semi_sync_timeout_ms: timeout as u64 * 1000 })
@@ -293,58 +282,6 @@ fn flavor_name(flavor: Flavor) -> &'static str {
         Flavor::Mariadb => "MariaDB",
         Flavor::Mysql => "MySQL",
     }
-}
-
-/// Checks a five-field cron expression (minute hour day-of-month month day-of-week):
-/// numbers in range, `*`, lists, ranges and steps.
-pub fn check_cron(expr: &str) -> std::result::Result<(), String> {
-    let fields: Vec<&str> = expr.split_whitespace().collect();
-    if fields.len() != 5 {
-        return Err(format!("{expr:?} must have five fields: minute hour day-of-month month day-of-week"));
-    }
-    let ranges = [("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12), ("day-of-week", 0, 7)];
-    for (field, (name, lo, hi)) in fields.iter().zip(ranges) {
-        for item in field.split(',') {
-            let (range, step) = match item.split_once('/') {
-                Some((r, s)) => (r, Some(s)),
-                None => (item, None),
-            };
-            if let Some(step) = step {
-                match step.parse::<u32>() {
-                    Ok(s) if s >= 1 => {}
-                    _ => return Err(format!("{name} field {field:?}: step {step:?} must be a positive number")),
-                }
-            }
-            if range == "*" {
-                continue;
-            }
-            let bounds: Vec<&str> = range.split('-').collect();
-            if bounds.len() > 2 {
-                return Err(format!("{name} field {field:?}: {range:?} is not a number or range"));
-            }
-            for b in &bounds {
-                match b.parse::<u32>() {
-                    Ok(n) if (lo..=hi).contains(&n) => {}
-                    _ => return Err(format!("{name} field {field:?}: {b:?} is not a number from {lo} to {hi}")),
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Parses a retention age such as `30s`, `15m`, `36h`, `7d` into seconds.
-pub fn parse_age(s: &str) -> Option<u64> {
-    let unit = s.chars().last()?;
-    let n: u64 = s[..s.len() - unit.len_utf8()].parse().ok().filter(|n| *n > 0)?;
-    let mult = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86400,
-        _ => return None,
-    };
-    n.checked_mul(mult)
 }
 
 #[cfg(test)]
@@ -533,15 +470,6 @@ pub(crate) mod tests {
             field_of(validate(&with("0 3 * * *", None, Some(0))).unwrap_err()),
             "spec.backup.retention.keepLast"
         );
-    }
-
-    #[test]
-    fn ages_parse_to_seconds() {
-        assert_eq!(parse_age("30s"), Some(30));
-        assert_eq!(parse_age("15m"), Some(900));
-        assert_eq!(parse_age("36h"), Some(129_600));
-        assert_eq!(parse_age("7d"), Some(604_800));
-        assert_eq!(parse_age("7"), None);
     }
 
     #[test]

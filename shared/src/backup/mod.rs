@@ -1,10 +1,35 @@
-//! Backup policy types every operator's cluster resource embeds (`spec.backup`): when to take
-//! a backup and which to keep. Doc comments are `kubectl explain` descriptions.
+//! Backups as every operator does them, so that no operator re-implements them:
+//!
+//! - [`BackupPolicy`]: what a cluster resource embeds (`spec.backup`): when to take a
+//!   backup, which to keep, where. Doc comments of these types are `kubectl explain`
+//!   descriptions.
+//! - [`schedule`]: the cron schedule (validation and due slots) and retention ages.
+//! - [`job`]: the Job that runs a backup or restore task in a pod — its skeleton, its S3
+//!   parameters, its phase, and the JSON report it leaves in its termination message.
+//! - [`scheduled`]: backups created on the policy's schedule, and their retention.
 
+pub mod job;
+pub mod schedule;
+pub mod scheduled;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::s3::S3Location;
+pub use schedule::{Schedule, ScheduleError, parse_age};
+
+use crate::s3::{RetentionPolicy, S3Location};
+use crate::{Error, Result};
+
+/// Phase of a backup or restore that has not started yet.
+pub const PENDING: &str = "Pending";
+/// Phase of a backup whose Job runs.
+pub const RUNNING: &str = "Running";
+/// Final phase of a backup or restore that worked.
+pub const SUCCEEDED: &str = "Succeeded";
+/// Final phase of a backup or restore that did not; it is never retried.
+pub const FAILED: &str = "Failed";
 
 /// Scheduled backups and their retention.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -36,4 +61,98 @@ pub struct Retention {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(r"^[1-9][0-9]*[smhd]$"))]
     pub max_age: Option<String>,
+}
+
+impl BackupPolicy {
+    /// Checks what the CRD schema cannot: the cron expression, the retention age and
+    /// count, the bucket. `field` is the policy's path in the resource (`spec.backup`),
+    /// so that errors name the offending field.
+    pub fn validate(&self, field: &str) -> Result<()> {
+        Schedule::parse(&self.schedule).map_err(|e| Error::invalid_spec(format!("{field}.schedule"), e.to_string()))?;
+        if let Some(age) = &self.retention.max_age
+            && parse_age(age).is_none()
+        {
+            return Err(Error::invalid_spec(
+                format!("{field}.retention.maxAge"),
+                format!("{age:?} is not a duration like 7d or 36h"),
+            ));
+        }
+        if self.retention.keep_last.is_some_and(|n| n < 1) {
+            return Err(Error::invalid_spec(format!("{field}.retention.keepLast"), "must be at least 1"));
+        }
+        if self.location.bucket.is_empty() {
+            return Err(Error::invalid_spec(format!("{field}.location.bucket"), "must not be empty"));
+        }
+        Ok(())
+    }
+
+    /// The S3 store's retention policy for this policy. Values that do not validate are
+    /// left out rather than guessed at (a policy that keeps more, never less).
+    pub fn retention_policy(&self) -> RetentionPolicy {
+        RetentionPolicy {
+            keep_last: self.retention.keep_last.and_then(|n| u32::try_from(n).ok()),
+            max_age: self.retention.max_age.as_deref().and_then(parse_age),
+        }
+    }
+}
+
+/// The object key of backup `backup` of `cluster`: under the cluster's name (the prefix
+/// retention works on), named after the time the backup was created and the backup, so
+/// that a listing sorts by time and the key is known before the backup runs.
+pub fn object_key(cluster: &str, backup: &str, created: DateTime<Utc>, extension: &str) -> String {
+    format!("{cluster}/{}-{backup}.{extension}", created.format("%Y%m%dT%H%M%SZ"))
+}
+
+/// When an object was created, from its metadata (whole seconds, as the API server keeps it).
+pub fn created_at(meta: &ObjectMeta) -> Option<DateTime<Utc>> {
+    meta.creation_timestamp.as_ref().and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::s3::S3CredentialsSecretRef;
+    use chrono::TimeZone;
+    use std::time::Duration;
+
+    fn policy(schedule: &str, keep_last: Option<i32>, max_age: Option<&str>) -> BackupPolicy {
+        BackupPolicy {
+            schedule: schedule.into(),
+            retention: Retention { keep_last, max_age: max_age.map(Into::into) },
+            location: S3Location::new("b", "p", S3CredentialsSecretRef::new("s")),
+        }
+    }
+
+    fn field_of(e: Error) -> String {
+        match e {
+            Error::InvalidSpec { field, .. } => field,
+            other => panic!("expected InvalidSpec, got {other}"),
+        }
+    }
+
+    #[test]
+    fn policies_are_validated_naming_the_field() {
+        policy("0 3 * * *", Some(7), Some("7d")).validate("spec.backup").expect("valid");
+        let invalid = |p: BackupPolicy| field_of(p.validate("spec.backup").expect_err("invalid"));
+        assert_eq!(invalid(policy("0 3 * *", None, None)), "spec.backup.schedule");
+        assert_eq!(invalid(policy("0 3 * * *", None, Some("7w"))), "spec.backup.retention.maxAge");
+        assert_eq!(invalid(policy("0 3 * * *", Some(0), None)), "spec.backup.retention.keepLast");
+        let mut p = policy("0 3 * * *", None, None);
+        p.location.bucket.clear();
+        assert_eq!(invalid(p), "spec.backup.location.bucket");
+    }
+
+    #[test]
+    fn retention_follows_the_policy() {
+        let r = policy("0 3 * * *", Some(7), Some("36h")).retention_policy();
+        assert_eq!(r.keep_last, Some(7));
+        assert_eq!(r.max_age, Some(Duration::from_secs(36 * 3600)));
+        assert!(policy("0 3 * * *", None, None).retention_policy().is_empty());
+    }
+
+    #[test]
+    fn keys_sort_by_time_under_the_cluster() {
+        let t = Utc.with_ymd_and_hms(2026, 11, 29, 23, 5, 9).single().expect("valid time");
+        assert_eq!(object_key("db", "nightly", t, "sql"), "db/20261129T230509Z-nightly.sql");
+    }
 }

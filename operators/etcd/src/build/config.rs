@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Names;
+use crate::membership::plan::InitialCluster;
 
 /// Key: every member as `name=peerURL`, comma-separated.
 pub const INITIAL_CLUSTER: &str = "ETCD_INITIAL_CLUSTER";
@@ -16,18 +17,9 @@ pub const INITIAL_CLUSTER_STATE: &str = "ETCD_INITIAL_CLUSTER_STATE";
 /// Key: the cluster's UID, so that members of two clusters can never join each other.
 pub const INITIAL_CLUSTER_TOKEN: &str = "ETCD_INITIAL_CLUSTER_TOKEN";
 
-/// What a starting member joins.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Membership {
-    /// `name=peerURL,...`.
-    pub initial_cluster: String,
-    /// Whether the cluster is being bootstrapped (member 0 alone).
-    pub bootstrapping: bool,
-}
-
-/// The ConfigMap of `membership`, with the cluster's `token`.
-pub fn config_map(names: &Names, membership: &Membership, token: &str) -> ConfigMap {
-    let state = if membership.bootstrapping { "new" } else { "existing" };
+/// The ConfigMap of `initial` (what the planner derived from the member list), with the
+/// cluster's `token`.
+pub fn config_map(names: &Names, initial: &InitialCluster, token: &str) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(names.config_map()),
@@ -36,17 +28,12 @@ pub fn config_map(names: &Names, membership: &Membership, token: &str) -> Config
             ..Default::default()
         },
         data: Some(BTreeMap::from([
-            (INITIAL_CLUSTER.to_string(), membership.initial_cluster.clone()),
-            (INITIAL_CLUSTER_STATE.to_string(), state.to_string()),
+            (INITIAL_CLUSTER.to_string(), initial.members.clone()),
+            (INITIAL_CLUSTER_STATE.to_string(), initial.state.to_string()),
             (INITIAL_CLUSTER_TOKEN.to_string(), token.to_string()),
         ])),
         ..Default::default()
     }
-}
-
-/// The membership of a cluster being bootstrapped: member 0 alone.
-pub fn bootstrap(names: &Names) -> Membership {
-    Membership { initial_cluster: format!("{}={}", names.member(0), names.peer_url(0)), bootstrapping: true }
 }
 
 #[cfg(test)]
@@ -54,9 +41,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bootstrap_is_member_zero_alone() {
+    fn keys_are_etcd_environment_variables() {
         let n = Names::new("main", "prod");
-        let cm = config_map(&n, &bootstrap(&n), "uid-1");
+        let initial = InitialCluster { members: "main-0=http://main-0.main-peer.prod.svc:2380".into(), state: "new" };
+        let cm = config_map(&n, &initial, "uid-1");
         let data = cm.data.unwrap();
         assert_eq!(data[INITIAL_CLUSTER], "main-0=http://main-0.main-peer.prod.svc:2380");
         assert_eq!(data[INITIAL_CLUSTER_STATE], "new");

@@ -3,7 +3,9 @@
 //! instance labels and the owner reference.
 
 pub mod config;
+pub mod jobs;
 pub mod pdb;
+pub mod restore;
 pub mod services;
 pub mod statefulset;
 

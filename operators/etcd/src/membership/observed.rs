@@ -35,6 +35,8 @@ impl Member {
 pub struct MemberState {
     /// Which member it is, as it says itself.
     pub id: u64,
+    /// The cluster it belongs to, as it says itself.
+    pub cluster_id: u64,
     /// The member it believes leads (0: none).
     pub leader: u64,
     /// Its raft term.

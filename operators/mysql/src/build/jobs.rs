@@ -7,13 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, Volume,
-    VolumeMount,
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, Volume};
+use statecraft_shared::backup::job::{
+    TaskJob, copy_binary_container, mount, s3_env, task_container, task_job, value_env,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use statecraft_shared::deploy::{restricted_container, secret_env};
+use statecraft_shared::deploy::secret_env;
 use statecraft_shared::s3::S3Location;
 
 use super::statefulset::MYSQL_UID;
@@ -28,8 +27,11 @@ pub const CLUSTER_LABEL: &str = "mysql.statecraft.io/cluster";
 /// Label naming the job's kind: `backup` or `restore`.
 pub const KIND_LABEL: &str = "mysql.statecraft.io/job";
 
-/// Environment variables the Job tasks read.
+/// Environment variables the Job tasks read: the server's, and the S3 object's (shared by
+/// every operator).
 pub mod env {
+    pub use statecraft_shared::backup::job::env::*;
+
     /// `mariadb` or `mysql`.
     pub const FLAVOR: &str = "STATECRAFT_JOB_FLAVOR";
     /// Server host name.
@@ -40,16 +42,6 @@ pub mod env {
     pub const USER: &str = "STATECRAFT_JOB_USER";
     /// Its password (from the cluster's Secret).
     pub const PASSWORD: &str = "STATECRAFT_JOB_PASSWORD";
-    /// The S3 location, as JSON (bucket, prefix, endpoint, region; no credentials).
-    pub const LOCATION: &str = "STATECRAFT_JOB_S3_LOCATION";
-    /// The object key, relative to the location's prefix.
-    pub const KEY: &str = "STATECRAFT_JOB_S3_KEY";
-    /// S3 access key id (from the location's Secret).
-    pub const ACCESS_KEY_ID: &str = "STATECRAFT_JOB_S3_ACCESS_KEY_ID";
-    /// S3 secret access key (from the location's Secret).
-    pub const SECRET_ACCESS_KEY: &str = "STATECRAFT_JOB_S3_SECRET_ACCESS_KEY";
-    /// Expected SHA-256 of the object (restore), when known.
-    pub const SHA256: &str = "STATECRAFT_JOB_SHA256";
 }
 
 /// What a Job works on.
@@ -85,92 +77,42 @@ pub struct JobParams<'a> {
     pub sha256: Option<&'a str>,
 }
 
-fn value(name: &str, v: impl Into<String>) -> EnvVar {
-    EnvVar { name: name.into(), value: Some(v.into()), ..Default::default() }
-}
-
-/// The Job. No retries (`backoffLimit: 0`): a failed backup or restore is reported with the
-/// reason from its termination message, and repeating a half-applied restore is not safe.
+/// The Job (the shared task Job): the server image, for its clients, running the
+/// operator's binary copied in by an init container.
 pub fn job(p: &JobParams<'_>) -> Job {
     let labels = BTreeMap::from([
         (CLUSTER_LABEL.to_string(), p.cluster.to_string()),
         (KIND_LABEL.to_string(), p.task.to_string()),
     ]);
-    let location = serde_json::to_string(p.location).unwrap_or_default();
-    let creds = &p.location.credentials_secret;
     let mut env = vec![
-        value(env::FLAVOR, if p.flavor == Flavor::Mariadb { "mariadb" } else { "mysql" }),
-        value(env::HOST, p.host),
-        value(env::PORT, p.port.to_string()),
-        value(env::USER, p.user),
+        value_env(env::FLAVOR, if p.flavor == Flavor::Mariadb { "mariadb" } else { "mysql" }),
+        value_env(env::HOST, p.host),
+        value_env(env::PORT, p.port.to_string()),
+        value_env(env::USER, p.user),
         secret_env(env::PASSWORD, p.password_secret.0, p.password_secret.1),
-        value(env::LOCATION, location),
-        value(env::KEY, p.key),
-        secret_env(env::ACCESS_KEY_ID, &creds.name, &creds.access_key_id_key),
-        secret_env(env::SECRET_ACCESS_KEY, &creds.name, &creds.secret_access_key_key),
     ];
-    if let Some(sha) = p.sha256 {
-        env.push(value(env::SHA256, sha));
-    }
-    let mount =
-        |name: &str, path: &str| VolumeMount { name: name.into(), mount_path: path.into(), ..Default::default() };
+    env.extend(s3_env(p.location, p.key, p.sha256));
     let empty = |name: &str| Volume {
         name: name.into(),
         empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Default::default()
     };
-    let copy = Container {
-        name: "copy-binary".into(),
-        image: Some(p.operator_image.into()),
-        image_pull_policy: Some("IfNotPresent".into()),
-        args: Some(vec!["copy-self".into(), BIN.into()]),
-        volume_mounts: Some(vec![mount("bin", BIN_DIR)]),
-        security_context: Some(restricted_container()),
-        ..Default::default()
-    };
-    let main = Container {
-        name: p.task.into(),
-        image: Some(p.server_image.into()),
-        image_pull_policy: Some("IfNotPresent".into()),
-        command: Some(vec![BIN.into(), "job".into(), p.task.into()]),
-        env: Some(env),
-        volume_mounts: Some(vec![mount("bin", BIN_DIR), mount("tmp", "/tmp")]),
-        security_context: Some(restricted_container()),
-        termination_message_policy: Some("FallbackToLogsOnError".into()),
-        ..Default::default()
-    };
-    Job {
-        metadata: ObjectMeta {
-            name: Some(p.name.into()),
-            namespace: Some(p.namespace.into()),
-            labels: Some(labels.clone()),
-            ..Default::default()
-        },
-        spec: Some(JobSpec {
-            backoff_limit: Some(0),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels), ..Default::default() }),
-                spec: Some(PodSpec {
-                    restart_policy: Some("Never".into()),
-                    enable_service_links: Some(false),
-                    automount_service_account_token: Some(false),
-                    init_containers: Some(vec![copy]),
-                    containers: vec![main],
-                    volumes: Some(vec![empty("bin"), empty("tmp")]),
-                    security_context: Some(PodSecurityContext {
-                        run_as_user: Some(MYSQL_UID),
-                        run_as_group: Some(MYSQL_UID),
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }),
-            },
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    let command = vec![BIN.into(), "job".into(), p.task.into()];
+    task_job(TaskJob {
+        name: p.name.into(),
+        namespace: p.namespace.into(),
+        labels,
+        init_containers: vec![copy_binary_container(p.operator_image, "bin", BIN_DIR, BIN)],
+        container: task_container(
+            p.task,
+            p.server_image,
+            command,
+            env,
+            vec![mount("bin", BIN_DIR), mount("tmp", "/tmp")],
+        ),
+        volumes: vec![empty("bin"), empty("tmp")],
+        run_as: MYSQL_UID,
+    })
 }
 
 #[cfg(test)]

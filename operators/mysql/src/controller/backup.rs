@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
+use statecraft_shared::backup::job::{JobPhase, parse_report, termination_message};
+use statecraft_shared::backup::{FAILED, PENDING, RUNNING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
@@ -28,27 +28,17 @@ use crate::jobs::BackupReport;
 use crate::validate::{validate, validate_backup};
 use statecraft_shared::runner::Operator;
 
-/// Phases of a backup.
-pub const PENDING: &str = "Pending";
-/// See [`PENDING`].
-pub const RUNNING: &str = "Running";
-/// See [`PENDING`].
-pub const SUCCEEDED: &str = "Succeeded";
-/// See [`PENDING`].
-pub const FAILED: &str = "Failed";
-
 /// How often a pending or running backup is looked at (Job events usually come first).
 const POLL: Duration = Duration::from_secs(5);
 
 /// The Job of backup `name`.
 pub fn job_name(name: &str) -> String {
-    format!("{name}-backup")
+    statecraft_shared::backup::job::job_name(name, "backup")
 }
 
-/// The object key of a backup: under the cluster's name, named after the backup and the
-/// time it was created, so that listing a prefix sorts by time.
+/// The object key of a backup (the shared scheme: under the cluster, by creation time).
 pub fn object_key(cluster: &str, backup: &str, created: DateTime<Utc>) -> String {
-    format!("{cluster}/{}-{backup}.sql", created.format("%Y%m%dT%H%M%SZ"))
+    statecraft_shared::backup::object_key(cluster, backup, created, "sql")
 }
 
 /// Reconciles one backup.
@@ -104,9 +94,6 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
     let name = backup.name_any();
     let jobs: Api<Job> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let job_name = job_name(&name);
-    if job_name.len() > 63 {
-        return Err(Error::invalid_spec("metadata.name", "must be at most 56 characters (it names the backup's Job)"));
-    }
     if let Some(job) = jobs.get_opt(&job_name).await.map_err(|e| Error::kube("reading the backup Job", e))? {
         return observe_job(backup, ctx, &job, status).await;
     }
@@ -153,12 +140,7 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
         ));
     };
     let host = names.pod_host(ordinal);
-    let created = backup
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
-        .unwrap_or_else(Utc::now);
+    let created = created_at(&backup.metadata).unwrap_or_else(Utc::now);
     let key = object_key(&names.cluster, &name, created);
     let image = operator_image(MysqlOperator::NAME)
         .ok_or_else(|| Error::Permanent("the operator does not know its own image".into()))?;
@@ -188,58 +170,42 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
     Ok(Action::requeue(POLL))
 }
 
-/// The termination message of the Job's (last) pod's main container: the task's JSON
-/// report, or its error.
-pub async fn termination_message(ctx: &Context, job: &str) -> Result<Option<String>> {
-    let pods: Api<Pod> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
-    let list = pods
-        .list(&ListParams::default().labels(&format!("job-name={job}")))
-        .await
-        .map_err(|e| Error::kube("listing the Job's pods", e))?;
-    Ok(list.items.iter().rev().find_map(|p| {
-        p.status
-            .as_ref()?
-            .container_statuses
-            .as_ref()?
-            .iter()
-            .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
-    }))
-}
-
 async fn observe_job(backup: &MySQLBackup, ctx: &Context, job: &Job, status: &mut MySQLBackupStatus) -> Result<Action> {
     let rt = &ctx.rt;
-    let js = job.status.clone().unwrap_or_default();
     let name = job.name_any();
-    if js.succeeded.unwrap_or(0) > 0 {
-        let message = termination_message(ctx, &name).await?.unwrap_or_default();
-        let report: BackupReport = serde_json::from_str(&message).map_err(|e| {
-            Error::Permanent(format!("backup Job {name} succeeded but its report is unreadable ({e}): {message:?}"))
-        })?;
-        status.location = Some(report.url.clone());
-        status.size = Some(i64::try_from(report.bytes).unwrap_or(i64::MAX));
-        status.sha256 = Some(report.sha256.clone());
-        status.gtid_position = Some(report.gtid.clone());
-        status.start_time = Some(report.started_at.clone());
-        status.completion_time = Some(report.finished_at.clone());
-        let msg = format!("{} bytes at {}, GTID position {}", report.bytes, report.url, report.gtid);
-        finish(status, backup, SUCCEEDED, "BackupStored", &msg);
-        ctx.servers.backup_finished(&backup.spec.cluster_name, true);
-        if let Some(done) = completed_at(status) {
-            ctx.servers.backup_succeeded(&backup.spec.cluster_name, done);
+    match JobPhase::of(job) {
+        JobPhase::Running => Ok(Action::requeue(POLL)),
+        JobPhase::Succeeded => {
+            let message = termination_message(rt.client.clone(), &rt.namespace, &name).await?.unwrap_or_default();
+            let report: BackupReport = parse_report(&name, &message)?;
+            let object = &report.object;
+            status.location = Some(object.url.clone());
+            status.size = Some(object.size());
+            status.sha256 = Some(object.sha256.clone());
+            status.gtid_position = Some(report.gtid.clone());
+            status.start_time = Some(object.started_at.clone());
+            status.completion_time = Some(object.finished_at.clone());
+            let msg = format!("{} bytes at {}, GTID position {}", object.bytes, object.url, report.gtid);
+            finish(status, backup, SUCCEEDED, "BackupStored", &msg);
+            ctx.servers.backup_finished(&backup.spec.cluster_name, true);
+            if let Some(done) = completed_at(status) {
+                ctx.servers.backup_succeeded(&backup.spec.cluster_name, done);
+            }
+            rt.events.normal(backup, "BackupSucceeded", "Backup", msg).await;
+            Ok(Action::await_change())
         }
-        rt.events.normal(backup, "BackupSucceeded", "Backup", msg).await;
-        return Ok(Action::await_change());
+        JobPhase::Failed => {
+            let message = termination_message(rt.client.clone(), &rt.namespace, &name)
+                .await?
+                .unwrap_or_else(|| "no message".into());
+            let msg = format!("backup Job {name} failed: {}", message.trim());
+            status.completion_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
+            finish(status, backup, FAILED, "JobFailed", &msg);
+            ctx.servers.backup_finished(&backup.spec.cluster_name, false);
+            rt.events.warning(backup, "BackupFailed", "Backup", msg).await;
+            Ok(Action::await_change())
+        }
     }
-    if js.failed.unwrap_or(0) > 0 {
-        let message = termination_message(ctx, &name).await?.unwrap_or_else(|| "no message".into());
-        let msg = format!("backup Job {name} failed: {}", message.trim());
-        status.completion_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
-        finish(status, backup, FAILED, "JobFailed", &msg);
-        ctx.servers.backup_finished(&backup.spec.cluster_name, false);
-        rt.events.warning(backup, "BackupFailed", "Backup", msg).await;
-        return Ok(Action::await_change());
-    }
-    Ok(Action::requeue(POLL))
 }
 
 #[cfg(test)]

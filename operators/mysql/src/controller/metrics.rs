@@ -2,10 +2,10 @@
 //! every second: no exporter sidecar is needed for the replication state. Registered on the
 //! operator's `/metrics` with the `statecraft_mysql_` prefix.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeSet;
 
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use statecraft_shared::metrics::{BackupMetrics, ClusterFamily, PhaseGauge};
 
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::observed::Observed;
@@ -23,122 +23,101 @@ const PHASES: [Health; 7] = [
 
 /// The gauges and counters of the servers.
 pub struct ServerMetrics {
-    up: IntGaugeVec,
-    primary: IntGaugeVec,
-    read_only: IntGaugeVec,
-    lag: GaugeVec,
-    transactions: IntGaugeVec,
-    errant: IntGaugeVec,
-    semi_sync: IntGaugeVec,
-    phase: IntGaugeVec,
-    operations: IntCounterVec,
-    backup_last_success: IntGaugeVec,
-    backups: IntCounterVec,
-    /// Member names with series, per cluster, for [`ServerMetrics::forget`].
-    seen: Mutex<HashMap<String, BTreeSet<String>>>,
+    up: ClusterFamily<IntGaugeVec>,
+    primary: ClusterFamily<IntGaugeVec>,
+    read_only: ClusterFamily<IntGaugeVec>,
+    lag: ClusterFamily<GaugeVec>,
+    transactions: ClusterFamily<IntGaugeVec>,
+    errant: ClusterFamily<IntGaugeVec>,
+    semi_sync: ClusterFamily<IntGaugeVec>,
+    phase: PhaseGauge,
+    operations: ClusterFamily<IntCounterVec>,
+    backups: BackupMetrics,
 }
 
 impl ServerMetrics {
     /// Creates the metrics and registers them on `registry`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let member = ["cluster", "member"];
-        let m = ServerMetrics {
-            up: IntGaugeVec::new(Opts::new("member_up", "1 when the server answered the last observation."), &member)?,
-            primary: IntGaugeVec::new(Opts::new("member_primary", "1 for the recorded primary."), &member)?,
-            read_only: IntGaugeVec::new(Opts::new("member_read_only", "1 when the server refuses writes."), &member)?,
-            lag: GaugeVec::new(
-                Opts::new(
-                    "member_replication_lag_seconds",
-                    "Seconds a replica is behind its source (absent when unknown).",
-                ),
-                &member,
-            )?,
-            transactions: IntGaugeVec::new(
-                Opts::new("member_gtid_transactions", "Transactions in the server's executed GTID set."),
-                &member,
-            )?,
-            errant: IntGaugeVec::new(
-                Opts::new("member_errant", "1 when the server has transactions the primary lacks (quarantined)."),
-                &member,
-            )?,
-            semi_sync: IntGaugeVec::new(
-                Opts::new("primary_semi_sync_enabled", "1 when the primary waits for replica acknowledgements."),
-                &["cluster"],
-            )?,
-            phase: IntGaugeVec::new(
-                Opts::new("cluster_phase", "1 for the cluster's current phase."),
-                &["cluster", "phase"],
-            )?,
-            operations: IntCounterVec::new(
-                Opts::new("clustering_operations_total", "Clustering operations performed, by kind and result."),
-                &["cluster", "operation", "result"],
-            )?,
-            backup_last_success: IntGaugeVec::new(
-                Opts::new("backup_last_success_timestamp_seconds", "Completion time of the newest successful backup."),
-                &["cluster"],
-            )?,
-            backups: IntCounterVec::new(
-                Opts::new("backups_total", "Backups finished by this operator process, by result."),
-                &["cluster", "result"],
-            )?,
-            seen: Mutex::default(),
+        let gauge = |name: &str, help: &str, labels: &[&str]| {
+            ClusterFamily::register(registry, IntGaugeVec::new(Opts::new(name, help), labels)?)
         };
-        for c in [&m.up, &m.primary, &m.read_only, &m.transactions, &m.errant, &m.semi_sync, &m.phase] {
-            registry.register(Box::new(c.clone()))?;
-        }
-        registry.register(Box::new(m.lag.clone()))?;
-        registry.register(Box::new(m.operations.clone()))?;
-        registry.register(Box::new(m.backup_last_success.clone()))?;
-        registry.register(Box::new(m.backups.clone()))?;
-        Ok(m)
+        let phases: Vec<&str> = PHASES.iter().map(|p| p.as_str()).collect();
+        Ok(ServerMetrics {
+            up: gauge("member_up", "1 when the server answered the last observation.", &member)?,
+            primary: gauge("member_primary", "1 for the recorded primary.", &member)?,
+            read_only: gauge("member_read_only", "1 when the server refuses writes.", &member)?,
+            lag: ClusterFamily::register(
+                registry,
+                GaugeVec::new(
+                    Opts::new(
+                        "member_replication_lag_seconds",
+                        "Seconds a replica is behind its source (absent when unknown).",
+                    ),
+                    &member,
+                )?,
+            )?,
+            transactions: gauge(
+                "member_gtid_transactions",
+                "Transactions in the server's executed GTID set.",
+                &member,
+            )?,
+            errant: gauge(
+                "member_errant",
+                "1 when the server has transactions the primary lacks (quarantined).",
+                &member,
+            )?,
+            semi_sync: gauge(
+                "primary_semi_sync_enabled",
+                "1 when the primary waits for replica acknowledgements.",
+                &["cluster"],
+            )?,
+            phase: PhaseGauge::register(registry, "cluster_phase", "1 for the cluster's current phase.", &phases)?,
+            operations: ClusterFamily::register(
+                registry,
+                IntCounterVec::new(
+                    Opts::new("clustering_operations_total", "Clustering operations performed, by kind and result."),
+                    &["cluster", "operation", "result"],
+                )?,
+            )?,
+            backups: BackupMetrics::register(registry)?,
+        })
+    }
+
+    /// The per-member gauges whose values are integers.
+    fn member_gauges(&self) -> [&ClusterFamily<IntGaugeVec>; 5] {
+        [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant]
     }
 
     /// Records one pass's observation and decision of `cluster` (pod names `<cluster>-<n>`).
     /// Members no longer observed (scaled away) lose their series, so they stop alerting.
     pub fn observe(&self, cluster: &str, o: &Observed, d: &Decision) {
         let current: BTreeSet<String> = o.members.iter().map(|m| format!("{cluster}-{}", m.ordinal)).collect();
-        let gone: Vec<String> = {
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            let known = seen.entry(cluster.to_string()).or_default();
-            let gone = known.difference(&current).cloned().collect();
-            *known = current;
-            gone
-        };
-        for member in &gone {
-            self.remove_member(cluster, member);
+        let observed = |labels: &Vec<String>| labels.get(1).is_some_and(|m| current.contains(m));
+        for g in self.member_gauges() {
+            g.retain(cluster, observed);
         }
+        self.lag.retain(cluster, observed);
         for (m, v) in o.members.iter().zip(&d.verdicts) {
             let member = format!("{cluster}-{}", m.ordinal);
             let labels = [cluster, member.as_str()];
             let server = m.server.up();
-            self.up.with_label_values(&labels).set(i64::from(server.is_some()));
-            self.primary.with_label_values(&labels).set(i64::from(o.recorded_primary == Some(m.ordinal)));
-            self.errant.with_label_values(&labels).set(i64::from(v.errant.is_some()));
+            self.up.with(&labels).set(i64::from(server.is_some()));
+            self.primary.with(&labels).set(i64::from(o.recorded_primary == Some(m.ordinal)));
+            self.errant.with(&labels).set(i64::from(v.errant.is_some()));
             if let Some(s) = server {
-                self.read_only.with_label_values(&labels).set(i64::from(s.read_only));
-                self.transactions.with_label_values(&labels).set(i64::try_from(s.executed.len()).unwrap_or(i64::MAX));
+                self.read_only.with(&labels).set(i64::from(s.read_only));
+                self.transactions.with(&labels).set(i64::try_from(s.executed.len()).unwrap_or(i64::MAX));
                 if v.role == Some(Role::Primary) {
-                    self.semi_sync.with_label_values(&[cluster]).set(i64::from(s.semi_sync_source));
+                    self.semi_sync.with(&[cluster]).set(i64::from(s.semi_sync_source));
                 }
             }
             match server.and_then(|s| s.replication.as_ref()).and_then(|r| r.lag_seconds) {
-                Some(lag) => self.lag.with_label_values(&labels).set(lag as f64),
-                None => {
-                    let _ = self.lag.remove_label_values(&labels);
-                }
+                Some(lag) => self.lag.with(&labels).set(lag as f64),
+                None => self.lag.remove(&labels),
             }
         }
-        for phase in PHASES {
-            self.phase.with_label_values(&[cluster, phase.as_str()]).set(i64::from(phase == d.health));
-        }
-    }
-
-    fn remove_member(&self, cluster: &str, member: &str) {
-        let labels = [cluster, member];
-        for g in [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant] {
-            let _ = g.remove_label_values(&labels);
-        }
-        let _ = self.lag.remove_label_values(&labels);
+        self.phase.set(cluster, d.health.as_str());
     }
 
     /// Counts a performed operation.
@@ -154,34 +133,30 @@ impl ServerMetrics {
             Operation::Relabel { .. } => "relabel",
             Operation::Nothing | Operation::Wait { .. } => return,
         };
-        self.operations.with_label_values(&[cluster, kind, if ok { "success" } else { "error" }]).inc();
+        self.operations.with(&[cluster, kind, if ok { "success" } else { "error" }]).inc();
     }
 
     /// Records a successful backup of `cluster` completed at `unix_seconds` (kept if newer
     /// than the one known), e.g. for every succeeded backup seen after a restart.
     pub fn backup_succeeded(&self, cluster: &str, unix_seconds: i64) {
-        let g = self.backup_last_success.with_label_values(&[cluster]);
-        if unix_seconds > g.get() {
-            g.set(unix_seconds);
-        }
+        self.backups.succeeded(cluster, unix_seconds);
     }
 
     /// Counts a backup that finished while this process watched, by result.
     pub fn backup_finished(&self, cluster: &str, ok: bool) {
-        self.backups.with_label_values(&[cluster, if ok { "success" } else { "failure" }]).inc();
+        self.backups.finished(cluster, ok);
     }
 
     /// Drops every series of a deleted cluster, so it stops alerting.
     pub fn forget(&self, cluster: &str) {
-        let members = self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(cluster).unwrap_or_default();
-        for member in &members {
-            self.remove_member(cluster, member);
+        for g in self.member_gauges() {
+            g.forget(cluster);
         }
-        let _ = self.semi_sync.remove_label_values(&[cluster]);
-        let _ = self.backup_last_success.remove_label_values(&[cluster]);
-        for phase in PHASES {
-            let _ = self.phase.remove_label_values(&[cluster, phase.as_str()]);
-        }
+        self.lag.forget(cluster);
+        self.semi_sync.forget(cluster);
+        self.phase.forget(cluster);
+        self.operations.forget(cluster);
+        self.backups.forget(cluster);
     }
 }
 

@@ -6,12 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::DateTime;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
+use statecraft_shared::backup::job::{JobPhase, termination_message};
+use statecraft_shared::backup::{FAILED, PENDING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::error::ErrorCategory;
 use statecraft_shared::runner::Operator;
@@ -20,7 +21,7 @@ use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
 use super::Context;
-use super::backup::{FAILED, PENDING, SUCCEEDED, object_key, termination_message};
+use super::backup::object_key;
 use crate::MysqlOperator;
 use crate::api::{MySQLBackup, MySQLCluster, MySQLRestore, MySQLRestoreStatus};
 use crate::build::jobs::{JobParams, job};
@@ -38,7 +39,7 @@ const POLL: Duration = Duration::from_secs(5);
 
 /// The restore Job of restore `name`.
 pub fn job_name(name: &str) -> String {
-    format!("{name}-restore")
+    statecraft_shared::backup::job::job_name(name, "restore")
 }
 
 /// Reconciles one restore.
@@ -110,11 +111,7 @@ async fn source(
             }
         }
     };
-    let created = backup
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
+    let created = created_at(&backup.metadata)
         .ok_or_else(|| Error::Permanent(format!("MySQLBackup {name} has no creation time")))?;
     Ok(Ok((location, object_key(&backup.spec.cluster_name, &name, created), status.sha256)))
 }
@@ -172,25 +169,30 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
     let jobs: Api<Job> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let job_name = job_name(&name);
     if let Some(job) = jobs.get_opt(&job_name).await.map_err(|e| Error::kube("reading the restore Job", e))? {
-        let js = job.status.clone().unwrap_or_default();
-        if js.succeeded.unwrap_or(0) > 0 {
-            let msg = format!("{key} restored into {target}");
-            set(status, restore, SUCCEEDED, "Restored", &msg);
-            rt.events.normal(restore, "RestoreSucceeded", "Restore", msg).await;
-            return Ok(Action::await_change());
+        match JobPhase::of(&job) {
+            JobPhase::Succeeded => {
+                let msg = format!("{key} restored into {target}");
+                set(status, restore, SUCCEEDED, "Restored", &msg);
+                rt.events.normal(restore, "RestoreSucceeded", "Restore", msg).await;
+                return Ok(Action::await_change());
+            }
+            JobPhase::Failed => {
+                let message = termination_message(rt.client.clone(), &rt.namespace, &job_name)
+                    .await?
+                    .unwrap_or_else(|| "no message".into());
+                let msg = format!(
+                    "restore Job {job_name} failed: {}; MySQLCluster {target} holds a partial restore: delete it and its volumes before retrying",
+                    message.trim()
+                );
+                set(status, restore, FAILED, "JobFailed", &msg);
+                rt.events.warning(restore, "RestoreFailed", "Restore", msg).await;
+                return Ok(Action::await_change());
+            }
+            JobPhase::Running => {
+                set(status, restore, RESTORING, "Loading", &format!("loading {key} into {target}"));
+                return Ok(Action::requeue(POLL));
+            }
         }
-        if js.failed.unwrap_or(0) > 0 {
-            let message = termination_message(ctx, &job_name).await?.unwrap_or_else(|| "no message".into());
-            let msg = format!(
-                "restore Job {job_name} failed: {}; MySQLCluster {target} holds a partial restore: delete it and its volumes before retrying",
-                message.trim()
-            );
-            set(status, restore, FAILED, "JobFailed", &msg);
-            rt.events.warning(restore, "RestoreFailed", "Restore", msg).await;
-            return Ok(Action::await_change());
-        }
-        set(status, restore, RESTORING, "Loading", &format!("loading {key} into {target}"));
-        return Ok(Action::requeue(POLL));
     }
 
     let ready =

@@ -1,0 +1,93 @@
+//! An operator in a test namespace, for any [`Operator`]: installed from the manifests
+//! users install (CRDs, RBAC, a Deployment of two replicas electing a leader), its
+//! `/metrics` read from each pod, and the pod holding its leader Lease killed.
+
+use std::time::Duration;
+
+use statecraft_shared::runner::{Operator, crd_yaml, manifests_yaml};
+
+use crate::images::image;
+use crate::{Cluster, E2eError, Result, wait_until};
+
+/// Port of the operator's `/metrics` (and of nothing else on the pod's IP that the tests use).
+pub const METRICS_PORT: u16 = 8080;
+
+fn shared_err(e: statecraft_shared::Error) -> E2eError {
+    E2eError::Other(e.to_string())
+}
+
+/// Installs the CRDs of `O` (cluster-scoped, shared by every run: applied server-side so
+/// concurrent tests do not conflict) and its manifests (ServiceAccount, namespaced Role,
+/// Deployment with two replicas) into `ns`, with the image `image_key` names in
+/// `images.env`; waits until the CRDs are established and the Deployment has rolled out.
+pub async fn install<O: Operator>(cluster: &Cluster, ns: &str, image_key: &str) -> Result<()> {
+    let crds = O::crds();
+    cluster.kubectl_with_input(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&crd_yaml(&crds).map_err(shared_err)?),
+    )?;
+    for crd in &crds {
+        let name = crd.metadata.name.as_deref().unwrap_or_default();
+        cluster.kubectl(&["wait", "--for=condition=Established", &format!("crd/{name}"), "--timeout=30s"])?;
+    }
+    let image = image(image_key).ok_or_else(|| E2eError::Other(format!("{image_key} missing from images.env")))?;
+    cluster.kubectl_with_input(
+        &["apply", "-n", ns, "-f", "-"],
+        Some(&manifests_yaml::<O>(ns, Some(image)).map_err(shared_err)?),
+    )?;
+    cluster.kubectl(&["rollout", "status", "-n", ns, &format!("deployment/{}", O::NAME), "--timeout=180s"])?;
+    Ok(())
+}
+
+/// The pod holding the leader Lease of `operator` (its `Operator::NAME`) in `ns`.
+pub fn leader_pod(cluster: &Cluster, ns: &str, operator: &str) -> Result<String> {
+    let leader = cluster.kubectl(&["get", "lease", "-n", ns, operator, "-o", "jsonpath={.spec.holderIdentity}"])?;
+    if leader.is_empty() {
+        return Err(E2eError::Other(format!("no {operator} pod holds the Lease")));
+    }
+    Ok(leader)
+}
+
+/// Force-deletes the pod holding the leader Lease of `operator` in `ns` (no graceful
+/// shutdown, so the Lease is not released: the standby takes it once it expires); returns
+/// the pod's name.
+pub fn kill_leader(cluster: &Cluster, ns: &str, operator: &str) -> Result<String> {
+    let leader = leader_pod(cluster, ns, operator)?;
+    cluster.kubectl(&["delete", "pod", "-n", ns, &leader, "--grace-period=0", "--force", "--wait=false"])?;
+    Ok(leader)
+}
+
+/// The `/metrics` text of every pod of `operator` in `ns`, with the pod's IP, each waited
+/// for up to 30 s.
+pub async fn metrics(cluster: &Cluster, ns: &str, operator: &str) -> Result<Vec<(String, String)>> {
+    let ips = cluster.kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        &format!("app.kubernetes.io/name={operator}"),
+        "-o",
+        "jsonpath={.items[*].status.podIP}",
+    ])?;
+    let mut out = Vec::new();
+    for ip in ips.split_whitespace() {
+        let text = wait_until(Duration::from_secs(30), &format!("the {operator} /metrics on {ip}"), || async {
+            http_get(&format!("{ip}:{METRICS_PORT}"), "/metrics").await
+        })
+        .await?;
+        out.push((ip.to_string(), text));
+    }
+    Ok(out)
+}
+
+/// A plain HTTP/1.0 GET (the e2e crate has no HTTP client): the body, or None.
+pub async fn http_get(addr: &str, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await.ok()?.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await.ok()?.ok()?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}

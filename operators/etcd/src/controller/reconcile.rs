@@ -1,0 +1,83 @@
+//! The declarative reconcile of one EtcdCluster: read → validate (pure) → build (pure) →
+//! apply the Services and the PodDisruptionBudget → make sure the membership task runs.
+//! The StatefulSet and the membership ConfigMap are the task's: their content follows
+//! etcd's member list, which only the task observes.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::ApiResource;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use statecraft_shared::Result;
+use statecraft_shared::apply::{Applier, OrphanPolicy};
+use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+
+use super::Context;
+use crate::api::EtcdCluster;
+use crate::build::{Names, pdb, services};
+use crate::validate::{ValidSpec, Version, check_version_change, validate};
+
+/// How often a cluster is reconciled without any change (drift correction).
+const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Validates the spec, and the version change against the version the members last
+/// converged on (`status.observedVersion`).
+pub fn check(cluster: &EtcdCluster) -> Result<ValidSpec> {
+    let valid = validate(&cluster.spec)?;
+    let observed = cluster.status.as_ref().and_then(|s| s.observed_version.as_deref()).and_then(Version::parse);
+    if let Some(running) = observed {
+        check_version_change(&running, &valid.version)?;
+    }
+    Ok(valid)
+}
+
+/// Reconciles one cluster.
+pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<Action> {
+    let rt = &ctx.rt;
+    let name = cluster.name_any();
+    if cluster.metadata.deletion_timestamp.is_some() {
+        // Children go with their owner references; the data claims are retained
+        // (whenDeleted: Retain), so deleting a cluster never deletes data.
+        ctx.stop_task(&name);
+        return Ok(Action::await_change());
+    }
+    let valid = match check(&cluster) {
+        Ok(v) => v,
+        Err(err) => {
+            let api: Api<EtcdCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
+            let mut status = cluster.status.clone().unwrap_or_default();
+            let changed = set_condition(
+                &mut status.conditions,
+                ConditionType::Ready,
+                false,
+                err.reason(),
+                &err.to_string(),
+                cluster.metadata.generation,
+            );
+            if changed {
+                rt.events.warning(&*cluster, err.reason(), "Validate", err.to_string()).await;
+            }
+            patch_status(&api, &*cluster, cluster.status.as_ref(), &status, rt.field_manager).await?;
+            // The task keeps watching the members (quorum, alarms) but changes nothing.
+            if let Some(uid) = cluster.metadata.uid.as_deref() {
+                ctx.ensure_task(&name, uid);
+            }
+            return Err(err);
+        }
+    };
+    let names = Names::new(&name, &rt.namespace);
+    let mut applier = Applier::new(rt.client.clone(), rt.field_manager, &*cluster, &rt.apply_cache)?;
+    applier.apply(services::peer_service(&names)).await?;
+    applier.apply(services::client_service(&names)).await?;
+    applier.apply(pdb::pdb(&names, valid.spec.replicas as u32)).await?;
+    let kinds = [ApiResource::erase::<Service>(&()), ApiResource::erase::<PodDisruptionBudget>(&())];
+    for gone in applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await? {
+        rt.events.normal(&*cluster, "Deleted", "Cleanup", format!("deleted {gone}: no longer desired")).await;
+    }
+    if let Some(uid) = cluster.metadata.uid.as_deref() {
+        ctx.ensure_task(&name, uid);
+    }
+    Ok(Action::requeue(RESYNC))
+}

@@ -164,7 +164,6 @@ pub(crate) mod tests {
             backup: None,
             defragmentation: Defragmentation::default(),
             auto_heal: Default::default(),
-            quorum_loss: Default::default(),
             bootstrap_from: None,
             paused: false,
         }

@@ -91,10 +91,6 @@ pub struct EtcdClusterSpec {
     #[serde(default)]
     pub auto_heal: AutoHeal,
 
-    /// What the operator may do when quorum is lost.
-    #[serde(default)]
-    pub quorum_loss: QuorumLoss,
-
     /// Create the cluster from a snapshot instead of empty. Set by EtcdRestore; immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap_from: Option<SnapshotSource>,
@@ -198,26 +194,6 @@ impl Default for AutoHeal {
     fn default() -> Self {
         AutoHeal { enabled: true, replace_after_seconds: default_replace_after() }
     }
-}
-
-/// What the operator may do when a majority of members is lost.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct QuorumLoss {
-    /// When quorum has been lost for `afterSeconds`, rebuild the cluster from the latest
-    /// successful EtcdBackup. Writes after that snapshot are lost, so this is off by
-    /// default: the operator then only reports the loss (condition and Event).
-    #[serde(default)]
-    pub recover_from_latest_backup: bool,
-
-    /// How long, in seconds, quorum must stay lost before recovery starts (60 to 86400).
-    #[serde(default = "default_quorum_loss_after")]
-    #[schemars(range(min = 60, max = 86400))]
-    pub after_seconds: i64,
-}
-
-fn default_quorum_loss_after() -> i64 {
-    300
 }
 
 /// A snapshot object in S3.

@@ -6,8 +6,7 @@ pub mod restore;
 
 pub use backup::{EtcdBackup, EtcdBackupSpec, EtcdBackupStatus};
 pub use cluster::{
-    AutoHeal, Defragmentation, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus, MemberStatus, QuorumLoss,
-    SnapshotSource, Storage,
+    AutoHeal, Defragmentation, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus, MemberStatus, SnapshotSource, Storage,
 };
 pub use restore::{EtcdRestore, EtcdRestoreSpec, EtcdRestoreStatus, RestoreTarget};
 pub use statecraft_shared::backup::{BackupPolicy, Retention};

@@ -418,6 +418,13 @@ async fn roll_step(
     let rt = &ctx.rt;
     let Some(sts) = kube.statefulset.as_ref() else { return Ok(None) };
     let members = upgrade::members(sts, names, observed);
+    // Nothing to roll and no roll to finish: leave the progress alone (a new cluster's
+    // pods are on the first revision already; that is not a roll).
+    let in_progress =
+        status.upgrade.as_ref().is_some_and(|p| p.completed_at.is_none() && !p.target_revision.is_empty());
+    if !in_progress && !members.iter().any(|m| m.needs_restart()) {
+        return Ok(None);
+    }
     // Restarts wait for a running snapshot (a restarted source would fail it); looked up
     // only when some member needs a restart.
     let backup_running = match members.iter().any(|m| m.needs_restart()) {

@@ -43,7 +43,7 @@ pub fn all() -> Vec<StatecraftOperator> {
             name: "etcd",
             binary: statecraft_etcd::EtcdOperator::NAME,
             claims: statecraft_etcd::EtcdOperator::capabilities,
-            sample: None,
+            sample: Some(etcd_sample),
         },
         StatecraftOperator {
             name: "kafka",
@@ -115,8 +115,49 @@ fn mysql_sample() -> Result<Vec<Object>> {
         .collect()
 }
 
+/// The sample EtcdCluster (`capability/samples/etcd-cluster.yaml`).
+pub const ETCD_SAMPLE: &str = include_str!("../samples/etcd-cluster.yaml");
+
+/// The objects the etcd operator builds for [`ETCD_SAMPLE`] with all its members started:
+/// the StatefulSet at the spec's size, the Services and the PodDisruptionBudget.
+fn etcd_sample() -> Result<Vec<Object>> {
+    use statecraft_etcd::api::EtcdCluster;
+    use statecraft_etcd::build::statefulset::{RestoreParts, statefulset};
+    use statecraft_etcd::build::{Names, pdb, services};
+    let err = |message: String| Error::Sample { operator: "etcd".into(), message };
+    let cluster: EtcdCluster =
+        serde_yaml::from_str(ETCD_SAMPLE).map_err(|e| err(format!("samples/etcd-cluster.yaml: {e}")))?;
+    let valid = statecraft_etcd::validate::validate(&cluster.spec)
+        .map_err(|e| err(format!("samples/etcd-cluster.yaml is not valid: {e}")))?;
+    let names = Names::new(
+        cluster.metadata.name.clone().unwrap_or_else(|| "sample".into()),
+        cluster.metadata.namespace.clone().unwrap_or_else(|| "sample".into()),
+    );
+    let replicas = valid.spec.replicas.max(1) as u32;
+    let origin = "sample EtcdCluster (capability/samples/etcd-cluster.yaml)";
+    let values = [
+        serde_json::to_value(statefulset(&valid, &names, replicas, RestoreParts::default())),
+        serde_json::to_value(services::peer_service(&names)),
+        serde_json::to_value(services::client_service(&names)),
+        serde_json::to_value(pdb::pdb(&names, replicas)),
+    ];
+    values
+        .into_iter()
+        .map(|v| v.map(|v| Object::built(v, origin)).map_err(|e| err(format!("serializing: {e}"))))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_etcd_sample_builds_a_statefulset_and_its_pdb() {
+        let objects = etcd_sample().expect("the sample is valid");
+        let kinds: Vec<_> = objects.iter().map(|o| (o.kind().to_string(), o.group().to_string())).collect();
+        assert!(kinds.contains(&("StatefulSet".into(), "apps".into())), "{kinds:?}");
+        assert!(kinds.contains(&("PodDisruptionBudget".into(), "policy".into())), "{kinds:?}");
+        assert_eq!(objects[0].name(), "sample");
+    }
     use super::*;
 
     #[test]

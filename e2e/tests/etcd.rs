@@ -874,7 +874,7 @@ impl EtcdRef {
 /// each back and ready before the next, followers first, then leadership is moved
 /// (MoveLeader) and the old leader restarts last; one election in all; status records the
 /// roll; no acknowledged write is lost; the longest write gap is measured against the 2 s
-/// target).
+/// target), L1.config (the spec change reaches every member and status shows it observed).
 ///
 /// Only one etcd build exists offline, so the new image is the same build under a second
 /// tag (`…:v3.6.16-e2e`) added to the local node's containerd: the pods change image and
@@ -892,7 +892,9 @@ async fn etcd_image_change_rolls_followers_first_then_moves_the_leader() -> Test
     let old = etcd_image()?;
     let new = retagged(old, &format!("v{version}-e2e"));
     tag_on_node(old, &new)?;
-    let ev = evidence("etcd_image_change_rolls_followers_first_then_moves_the_leader", &["L2.rolling-restart"]).await?;
+    let ev =
+        evidence("etcd_image_change_rolls_followers_first_then_moves_the_leader", &["L2.rolling-restart", "L1.config"])
+            .await?;
     let db = Etcd::create("etcd-roll", "etcd", 3, json!({}), &[]).await?;
     let writer = EtcdWriter::start(db.endpoint().await?);
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -81,19 +81,23 @@ impl Operator for EtcdOperator {
     /// image), adoption and operator upgrades (untested), failover and switchover (etcd
     /// elects its own leader; the operator only moves leadership before a restart),
     /// configuration changes beyond image and resources, auto-scaling and abnormality
-    /// detection on a really slowed member (detected, but not proven in e2e).
+    /// detection on a really slowed member (detected, but not proven in e2e), and a
+    /// non-root operand (`L1.operand-security`: etcd runs as root, as in the upstream
+    /// image, with every capability dropped and a read-only root filesystem; running it
+    /// as another user needs storage that honours fsGroup, or an ownership fix).
     fn capabilities() -> Vec<&'static str> {
         vec![
             // Level 1: the CRDs (schema, CEL, printer columns, descriptions), the objects
             // built from a cluster (Services, ConfigMap, PDB, probes, resources), the
-            // operator's locked-down Deployment with leader election and its namespaced Role.
+            // operator's locked-down Deployment with leader election and its namespaced Role,
+            // spec changes reconciled and reported in status.
             "L1.install",
             "L1.crds",
             "L1.validation",
             "L1.operand-image",
             "L1.rbac",
             "L1.operator-deployment",
-            "L1.operand-security",
+            "L1.config",
             // Level 2: image changes roll followers first and the leader last after a
             // leadership transfer; downgrades and unsupported versions are refused.
             "L2.rolling-restart",

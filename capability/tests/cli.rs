@@ -148,7 +148,7 @@ fn the_report_confirms_from_current_evidence_and_gates_on_the_level() {
 }
 
 #[test]
-fn every_operator_is_reported_and_etcd_claims_nothing_yet() {
+fn every_operator_is_reported_and_unproven_claims_earn_no_level() {
     let dir = tempfile::tempdir().unwrap();
     let root = root().display().to_string();
     let report =
@@ -156,8 +156,12 @@ fn every_operator_is_reported_and_etcd_claims_nothing_yet() {
     let names: Vec<&str> =
         report["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["mysql", "etcd", "kafka"]);
-    assert_eq!(report["operators"][1]["claims"], serde_json::json!([]));
+    // etcd claims criteria, but without evidence its e2e criteria are unproven: no level.
+    assert!(!report["operators"][1]["claims"].as_array().unwrap().is_empty());
     assert_eq!(report["operators"][1]["level"], 0);
+    // Kafka claims nothing yet.
+    assert_eq!(report["operators"][2]["claims"], serde_json::json!([]));
+    assert_eq!(report["operators"][2]["level"], 0);
     let below =
         run(&["report", "--root", &root, "--evidence", &dir.path().display().to_string(), "--require-level", "1"]);
     assert_eq!(below.status.code(), Some(3));

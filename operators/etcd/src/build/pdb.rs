@@ -6,11 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::Names;
-
-/// Quorum of `n` voting members.
-pub fn quorum(n: u32) -> u32 {
-    n / 2 + 1
-}
+use crate::membership::plan::quorum;
 
 /// `minAvailable` = the quorum of the desired member count.
 pub fn pdb(names: &Names, replicas: u32) -> PodDisruptionBudget {
@@ -22,7 +18,7 @@ pub fn pdb(names: &Names, replicas: u32) -> PodDisruptionBudget {
             ..Default::default()
         },
         spec: Some(PodDisruptionBudgetSpec {
-            min_available: Some(IntOrString::Int(quorum(replicas) as i32)),
+            min_available: Some(IntOrString::Int(quorum(replicas as usize) as i32)),
             selector: Some(LabelSelector { match_labels: Some(names.selector()), ..Default::default() }),
             ..Default::default()
         }),

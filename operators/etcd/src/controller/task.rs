@@ -106,7 +106,6 @@ struct Kube {
     endpoints: BTreeMap<u32, String>,
     pod_ips: BTreeMap<u32, String>,
     statefulset: Option<StatefulSet>,
-    pod_objects: Vec<Pod>,
 }
 
 async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
@@ -114,7 +113,7 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
     let selector = names.selector().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
     let params = ListParams::default().labels(&selector);
     let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
-    let pod_objects = pods.list(&params).await.map_err(|e| Error::kube("listing pods", e))?.items;
+    let pod_list = pods.list(&params).await.map_err(|e| Error::kube("listing pods", e))?.items;
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let claim_list = claims.list(&params).await.map_err(|e| Error::kube("listing claims", e))?.items;
     let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
@@ -126,7 +125,6 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
         endpoints: BTreeMap::new(),
         pod_ips: BTreeMap::new(),
         statefulset,
-        pod_objects: Vec::new(),
     };
     for claim in &claim_list {
         if claim.metadata.deletion_timestamp.is_some() {
@@ -136,7 +134,7 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
             out.claims.insert(o);
         }
     }
-    for pod in &pod_objects {
+    for pod in &pod_list {
         let name = pod.name_any();
         let Some(ordinal) = names.ordinal_of(&name) else { continue };
         if let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.as_deref()).filter(|ip| !ip.is_empty())
@@ -147,7 +145,6 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
         }
         out.pods.insert(ordinal, pod_state(pod));
     }
-    out.pod_objects = pod_objects;
     Ok(out)
 }
 
@@ -551,7 +548,7 @@ fn fill_status(
     }
     let voters: Vec<&MemberStatus> = status.members.iter().filter(|m| !m.learner).collect();
     let healthy_voters = voters.iter().filter(|m| m.healthy).count();
-    let quorum = voters.len() / 2 + 1;
+    let quorum = plan::quorum(voters.len());
     let has_quorum = !voters.is_empty() && healthy_voters >= quorum && leader.is_some();
     let desired = cluster.spec.replicas.max(0) as usize;
     let rolling = roll.is_some_and(|a| *a != Action::Done);

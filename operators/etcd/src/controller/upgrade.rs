@@ -10,10 +10,9 @@ use statecraft_shared::upgrade::{Gate, Member, Role, UpgradeGates};
 use statecraft_shared::{Error, Result};
 
 use crate::build::Names;
-use crate::build::pdb::quorum;
 use crate::membership::Observed;
 use crate::membership::dataplane;
-use crate::membership::plan::{Step, caught_up, leader};
+use crate::membership::plan::{Step, caught_up, leader, quorum};
 
 /// The pod label with the StatefulSet revision a pod was created from.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
@@ -93,8 +92,8 @@ impl UpgradeGates for Gates<'_> {
                 format!("not restarting {} while {} are not healthy", member.name, others_unhealthy.join(", ")),
             ));
         }
-        let remaining = voters.iter().filter(|m| m.ordinal != me && self.healthy(m.id)).count() as u32;
-        if voters.len() > 1 && remaining < quorum(voters.len() as u32) {
+        let remaining = voters.iter().filter(|m| m.ordinal != me && self.healthy(m.id)).count();
+        if voters.len() > 1 && remaining < quorum(voters.len()) {
             return Ok(Gate::closed(
                 "QuorumAtRisk",
                 format!("restarting {} would leave {remaining} of {} voting members", member.name, voters.len()),

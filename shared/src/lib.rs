@@ -8,10 +8,13 @@
 //! - [`error`]: one error type whose category decides how a failed reconcile is retried.
 //! - [`tasks`]: one background task per resource (data-plane loops beside the reconcile).
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
+//! - [`insight`]: abnormality detection: a member's figures judged against its own recent
+//!   past (rolling baselines, spikes above a multiple of them, events in a sliding window).
 //! - [`backup`]: what backups share across operators: the policy (schedule, retention),
 //!   cron slots, the Job that runs a backup and its report, scheduled backups.
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
 //! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
+//! - [`rebuild`]: replace a StatefulSet member with an empty one (claim, then pod).
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
 
@@ -22,9 +25,11 @@ pub mod deploy;
 pub mod error;
 pub mod events;
 pub mod finalizer;
+pub mod insight;
 pub mod leader;
 pub mod metrics;
 pub mod rbac;
+pub mod rebuild;
 pub mod runner;
 pub mod s3;
 pub mod status;

@@ -14,9 +14,10 @@ use chrono::Utc;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::{DeleteParams, ListParams};
+use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
+use statecraft_shared::rebuild::{delete_if_present, rebuild_member};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::upgrade::{Action, next_step};
@@ -347,15 +348,18 @@ async fn carry_out(
         match step {
             Step::Bootstrap => Ok(()),
             Step::DeleteStaleClaim { ordinal } => {
-                delete(&claims, &names.data_claim(*ordinal)).await.map_err(Outcome::Failed)
+                delete_if_present(&claims, &names.data_claim(*ordinal)).await.map_err(Outcome::Failed)
             }
-            Step::RestartPod { ordinal } => delete(&pods, &names.member(*ordinal)).await.map_err(Outcome::Failed),
+            Step::RestartPod { ordinal } => {
+                delete_if_present(&pods, &names.member(*ordinal)).await.map_err(Outcome::Failed)
+            }
             Step::Replace { ordinal, .. } => {
                 // Out of the membership first; then its volume and pod, so that the pod
                 // the StatefulSet makes again starts empty and joins as a learner.
                 dataplane::perform(names, &kube.endpoints, step).await.map_err(etcd)?;
-                delete(&claims, &names.data_claim(*ordinal)).await.map_err(Outcome::Failed)?;
-                delete(&pods, &names.member(*ordinal)).await.map_err(Outcome::Failed)
+                rebuild_member(&pods, &claims, &names.member(*ordinal), &names.data_claim(*ordinal))
+                    .await
+                    .map_err(Outcome::Failed)
             }
             _ => dataplane::perform(names, &kube.endpoints, step).await.map_err(etcd),
         }
@@ -390,18 +394,6 @@ enum Outcome {
     Failed(Error),
 }
 
-/// Deletes an object; already gone is fine.
-async fn delete<K>(api: &Api<K>, name: &str) -> Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(Error::kube(format!("deleting {name}"), e)),
-    }
-}
-
 /// One step of the rolling upgrade: the engine's action (for the Progressing condition)
 /// and whether to pass again at once.
 async fn roll_step(
@@ -433,7 +425,7 @@ async fn roll_step(
     let step = next_step(&members, &gates, &progress).await?;
     if let Action::Restart { member } = &step.action {
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
-        delete(&pods, member).await?;
+        delete_if_present(&pods, member).await?;
         rt.events.normal(cluster, "RestartMember", "Upgrade", format!("restarting {member} on the new revision")).await;
     }
     if let Action::Replan { member } = &step.action {

@@ -11,10 +11,14 @@
 //! Latency is judged against the member's own baseline, not only a fixed limit, so that a
 //! member on slow-but-steady storage is not flagged forever, while one that suddenly gets
 //! several times slower is flagged before it crosses the limits of the Prometheus alerts.
+//! The judgement itself (baselines, spikes, windows) is the shared
+//! [`statecraft_shared::insight`]; what is etcd's here is what is measured.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
+
+use statecraft_shared::insight::{Finding, Raised, SpikeJudge, SpikeRule, Window, counter_increase};
 
 use super::sample::{Histogram, Sample};
 
@@ -48,18 +52,7 @@ impl fmt::Display for Kind {
 }
 
 /// An abnormality of one member, raised by [`Detector::observe`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Abnormality {
-    /// The member.
-    pub member: String,
-    /// What is abnormal.
-    pub kind: Kind,
-    /// The figures that raised it, for an Event or a log line.
-    pub message: String,
-    /// First raised by this sample (it was not active before): the moment to record an
-    /// Event, while later samples only keep the metric up.
-    pub new: bool,
-}
+pub type Abnormality = Finding<Kind>;
 
 /// When a member is abnormal. The defaults follow etcd's own tuning guidance: a healthy
 /// disk has a WAL fsync p99 under 10 ms and a backend commit p99 under 25 ms.
@@ -112,15 +105,27 @@ struct Latency {
 }
 
 /// What the detector remembers of one member.
-#[derive(Default)]
 struct History {
     /// Samples, oldest first, spanning the longest window plus one older sample.
     samples: VecDeque<Sample>,
-    /// The baseline p99 of each of [`LATENCIES`] while that latency is abnormal: frozen so
-    /// that a lasting slowdown does not become its own baseline and clear itself.
-    frozen: [Option<f64>; 2],
-    /// Kinds active after the last sample.
-    active: Vec<Kind>,
+    /// Leader changes between consecutive samples, over the leader-change window.
+    leader_changes: Window,
+    /// The judgement of each of [`LATENCIES`], which freezes its baseline while that
+    /// latency is abnormal.
+    latencies: [SpikeJudge; 2],
+    /// Kinds raised by the last sample.
+    raised: Raised<Kind>,
+}
+
+impl History {
+    fn new(t: &Thresholds) -> Self {
+        History {
+            samples: VecDeque::new(),
+            leader_changes: Window::new(t.leader_change_window),
+            latencies: Default::default(),
+            raised: Raised::default(),
+        }
+    }
 }
 
 /// Per-member windows of samples, and the judgement of each new sample. One detector
@@ -141,36 +146,35 @@ impl Detector {
     /// older than the member's newest is ignored.
     pub fn observe(&mut self, member: &str, sample: Sample) -> Vec<Abnormality> {
         let t = &self.thresholds;
-        let history = self.members.entry(member.to_string()).or_default();
-        if history.samples.back().is_some_and(|last| sample.at < last.at) {
-            tracing::debug!(member, "ignoring a sample older than the newest");
-        } else {
-            history.samples.push_back(sample);
+        let history = self.members.entry(member.to_string()).or_insert_with(|| History::new(t));
+        match history.samples.back() {
+            Some(last) if sample.at < last.at => tracing::debug!(member, "ignoring a sample older than the newest"),
+            last => {
+                // The counter's increase is taken sample to sample so that a member restart
+                // (the counter starting again) is not lost.
+                if let Some(last) = last {
+                    history
+                        .leader_changes
+                        .push(sample.at, counter_increase(last.leader_changes, sample.leader_changes));
+                }
+                history.samples.push_back(sample);
+            }
         }
-        prune(&mut history.samples, t.leader_change_window.max(t.latency_window + t.baseline_window));
+        prune(&mut history.samples, t.latency_window + t.baseline_window);
 
         let mut found = Vec::new();
-        if let Some(message) = leader_changes(&history.samples, t) {
+        if let Some(message) = leader_changes(&history.leader_changes, t) {
             found.push((Kind::FrequentLeaderChanges, message));
         }
         let slow: Vec<String> = LATENCIES
             .iter()
-            .zip(&mut history.frozen)
-            .filter_map(|(latency, frozen)| slow_latency(&history.samples, t, latency, frozen))
+            .zip(&mut history.latencies)
+            .filter_map(|(latency, judge)| slow_latency(&history.samples, t, latency, judge))
             .collect();
         if !slow.is_empty() {
             found.push((Kind::SlowDisk, slow.join("; ")));
         }
-        let previously = std::mem::replace(&mut history.active, found.iter().map(|(k, _)| *k).collect());
-        found
-            .into_iter()
-            .map(|(kind, message)| Abnormality {
-                member: member.to_string(),
-                kind,
-                message: format!("member {member}: {message}"),
-                new: !previously.contains(&kind),
-            })
-            .collect()
+        history.raised.update(member, found)
     }
 
     /// Drops the history of members `keep` rejects (removed from the cluster), so that a
@@ -200,23 +204,9 @@ fn sample_at(samples: &VecDeque<Sample>, at: Option<Instant>) -> Option<&Sample>
     at.and_then(|at| samples.iter().rev().find(|s| s.at <= at)).or_else(|| samples.front())
 }
 
-/// The message of too many leader changes, if there were. The counter's increase is summed
-/// sample to sample so that a member restart (the counter starting again) is not lost.
-fn leader_changes(samples: &VecDeque<Sample>, t: &Thresholds) -> Option<String> {
-    let newest = samples.back()?.at;
-    let start = newest.checked_sub(t.leader_change_window);
-    let changes: f64 = samples
-        .iter()
-        .zip(samples.iter().skip(1))
-        .filter(|(_, later)| start.is_none_or(|s| later.at > s))
-        .map(|(earlier, later)| {
-            if later.leader_changes >= earlier.leader_changes {
-                later.leader_changes - earlier.leader_changes
-            } else {
-                later.leader_changes
-            }
-        })
-        .sum();
+/// The message of too many leader changes, if there were.
+fn leader_changes(window: &Window, t: &Thresholds) -> Option<String> {
+    let changes = window.sum();
     (changes > f64::from(t.max_leader_changes)).then(|| {
         format!(
             "{changes} leader changes seen in the last {} (more than {} is abnormal)",
@@ -226,8 +216,8 @@ fn leader_changes(samples: &VecDeque<Sample>, t: &Thresholds) -> Option<String> 
     })
 }
 
-/// The message of a latency that jumped, if it did; updates its frozen baseline.
-fn slow_latency(samples: &VecDeque<Sample>, t: &Thresholds, l: &Latency, frozen: &mut Option<f64>) -> Option<String> {
+/// The message of a latency that jumped, if it did; updates its judgement.
+fn slow_latency(samples: &VecDeque<Sample>, t: &Thresholds, l: &Latency, judge: &mut SpikeJudge) -> Option<String> {
     let newest = samples.back()?;
     let recent_start = sample_at(samples, newest.at.checked_sub(t.latency_window))?;
     let baseline_start = sample_at(samples, recent_start.at.checked_sub(t.baseline_window))?;
@@ -236,25 +226,17 @@ fn slow_latency(samples: &VecDeque<Sample>, t: &Thresholds, l: &Latency, frozen:
         (later.at > earlier.at && delta.count() >= t.min_observations).then(|| delta.quantile(0.99)).flatten()
     };
     let floor = (l.floor)(t);
-    let Some(recent) = p99(newest, recent_start) else {
-        *frozen = None;
-        return None;
-    };
+    // The recent window already spans minutes: one sample above the limit is enough.
+    let rule = SpikeRule { factor: t.latency_factor, floor, sustain: 1 };
     // Without enough history (just started, or a quiet past) the floor stands in.
-    let baseline = frozen.or_else(|| p99(recent_start, baseline_start)).unwrap_or(floor);
-    let limit = floor.max(t.latency_factor * baseline);
-    if recent <= limit {
-        *frozen = None;
-        return None;
-    }
-    *frozen = Some(baseline);
+    let spike = judge.judge(&rule, p99(newest, recent_start), || p99(recent_start, baseline_start))?;
     Some(format!(
         "{} p99 {} over the last {}, {:.1}× its baseline p99 of {} (abnormal above {}× and above {})",
         l.what,
-        millis(recent),
+        millis(spike.value),
         minutes(t.latency_window),
-        recent / baseline.max(f64::MIN_POSITIVE),
-        millis(baseline),
+        spike.ratio(),
+        millis(spike.baseline),
         t.latency_factor,
         millis(floor),
     ))

@@ -49,6 +49,28 @@ impl EventPublisher {
         self.publish(obj.object_ref(&()), EventType::Warning, reason, action, note.into()).await;
     }
 
+    /// A `Normal` event about `obj` that concerns one of its pods (`pod`, in `obj`'s
+    /// namespace), named as the Event's related object. The recorder folds repeats by
+    /// reason, action and objects, not by note: without the pod, "db-2 replicates from db-0"
+    /// would be folded into an earlier "db-1 replicates from db-0" and only counted.
+    pub async fn normal_about_pod<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        pod: &str,
+        reason: &str,
+        action: &str,
+        note: impl Into<String>,
+    ) {
+        let related = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(pod.into()),
+            namespace: obj.meta().namespace.clone(),
+            ..Default::default()
+        };
+        self.publish_related(obj.object_ref(&()), Some(related), EventType::Normal, reason, action, note.into()).await;
+    }
+
     /// Publishes an event about any object reference.
     pub async fn publish(
         &self,
@@ -58,9 +80,21 @@ impl EventPublisher {
         action: &str,
         note: String,
     ) {
+        self.publish_related(regarding, None, type_, reason, action, note).await;
+    }
+
+    async fn publish_related(
+        &self,
+        regarding: ObjectReference,
+        related: Option<ObjectReference>,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         // The API limits the note to 1 kB.
         let note = truncate(note, 1000);
-        let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };
+        let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: related };
         if let Err(e) = self.recorder.publish(&event, &regarding).await {
             warn!(reason, action, error = %e, "could not publish event");
         }

@@ -40,6 +40,13 @@ pub trait ScheduledBackup:
     /// The key, relative to the location's prefix, of the object this backup stored (or
     /// will store), if it can be known.
     fn object_key(&self) -> Option<String>;
+
+    /// A prefix, relative to the location's prefix, of further objects that belong to the
+    /// backup stored under `key` and expire with it (MySQL: its archived binary logs).
+    /// They must live outside the cluster's prefix, which retention counts backups under.
+    fn companion_prefix(_key: &str) -> Option<String> {
+        None
+    }
 }
 
 /// The name of the scheduled backup of `cluster` for `slot`.
@@ -99,6 +106,11 @@ where
         return Ok(());
     }
     let keys: Vec<String> = doomed.into_iter().map(|o| o.key).collect();
+    for prefix in keys.iter().filter_map(|k| B::companion_prefix(k)) {
+        for o in store.list(&prefix).await? {
+            store.delete(&o.key).await?;
+        }
+    }
     let backups: Api<B> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let listed = backups
         .list(&ListParams::default().labels(&format!("{}={name}", B::CLUSTER_LABEL)))

@@ -29,7 +29,7 @@ cluster-down: ## stop the local cluster and remove everything it made
 	@e2e/cluster/down.sh
 
 e2e: deps ## run the e2e suite (E2E_FILTER=<substring> narrows it; STATECRAFT_E2E_PROVIDER=kind after e2e/kind/up.sh)
-	@if [ "$${STATECRAFT_E2E_PROVIDER:-local}" = local ]; then e2e/cluster/up.sh; fi
+	@if [ "$${STATECRAFT_E2E_PROVIDER:-local}" = local ]; then e2e/cluster/up.sh && scripts/build-previous-operator.sh; fi
 	MYSQL_FAILOVER_RUNS=$${MYSQL_FAILOVER_RUNS:-5} $(CARGO) test -p statecraft-e2e --locked --no-fail-fast -- --ignored --test-threads=2 $(E2E_FILTER)
 
 check: ## formatting and lints

@@ -21,6 +21,12 @@ fn shared_err(e: statecraft_shared::Error) -> E2eError {
 /// Deployment with two replicas) into `ns`, with the image `image_key` names in
 /// `images.env`; waits until the CRDs are established and the Deployment has rolled out.
 pub async fn install<O: Operator>(cluster: &Cluster, ns: &str, image_key: &str) -> Result<()> {
+    let image = image(image_key).ok_or_else(|| E2eError::Other(format!("{image_key} missing from images.env")))?;
+    install_image::<O>(cluster, ns, image).await
+}
+
+/// [`install`] with an explicit operator image (an older build, for upgrade tests).
+pub async fn install_image<O: Operator>(cluster: &Cluster, ns: &str, image: &str) -> Result<()> {
     let crds = O::crds();
     cluster.kubectl_with_input(
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
@@ -30,7 +36,6 @@ pub async fn install<O: Operator>(cluster: &Cluster, ns: &str, image_key: &str) 
         let name = crd.metadata.name.as_deref().unwrap_or_default();
         cluster.kubectl(&["wait", "--for=condition=Established", &format!("crd/{name}"), "--timeout=30s"])?;
     }
-    let image = image(image_key).ok_or_else(|| E2eError::Other(format!("{image_key} missing from images.env")))?;
     cluster.kubectl_with_input(
         &["apply", "-n", ns, "-f", "-"],
         Some(&manifests_yaml::<O>(ns, Some(image)).map_err(shared_err)?),

@@ -77,6 +77,8 @@ pub struct ReplicaStatusColumns {
     pub source_port: &'static str,
     /// Last receiver error.
     pub last_io_error: &'static str,
+    /// Number of the last receiver error.
+    pub last_io_errno: &'static str,
     /// Last applier error.
     pub last_sql_error: &'static str,
     /// GTIDs received but maybe not applied (MySQL `Retrieved_Gtid_Set`, MariaDB
@@ -353,6 +355,7 @@ impl FlavorSql for MariaDb {
             source_host: "Master_Host",
             source_port: "Master_Port",
             last_io_error: "Last_IO_Error",
+            last_io_errno: "Last_IO_Errno",
             last_sql_error: "Last_SQL_Error",
             retrieved_gtids: "Gtid_IO_Pos",
         }
@@ -461,6 +464,7 @@ impl FlavorSql for MySql {
             source_host: "Source_Host",
             source_port: "Source_Port",
             last_io_error: "Last_IO_Error",
+            last_io_errno: "Last_IO_Errno",
             last_sql_error: "Last_SQL_Error",
             retrieved_gtids: "Retrieved_Gtid_Set",
         }

@@ -20,6 +20,8 @@
 //!   `mysql_async` data plane, and one pass without Kubernetes.
 //! - [`controller`]: the declarative reconcile and the clustering task that owns status
 //!   and role labels.
+//! - [`insight`]: abnormality detection: each server's replication lag and connection
+//!   errors judged against its own recent past.
 //!
 //! Not yet: backup and restore Jobs, rolling upgrades, metrics of the servers.
 
@@ -30,6 +32,7 @@ pub mod clustering;
 pub mod controller;
 pub mod flavor;
 pub mod image;
+pub mod insight;
 pub mod jobs;
 pub mod validate;
 
@@ -64,7 +67,8 @@ impl Operator for MysqlOperator {
     /// creates the target cluster, the backup scheduler creates backups and deletes expired
     /// ones); own the StatefulSet, Services, ConfigMap, Secret and PodDisruptionBudget;
     /// read pods, label them with their role and delete them to roll an upgrade; run backup
-    /// and restore Jobs; delete the data claims of members removed by scale-down.
+    /// and restore Jobs; delete the data claim of a replica that is re-seeded
+    /// (`spec.autoHeal`).
     fn rbac_rules() -> Vec<Rule> {
         vec![
             Rule::new(GROUP, &["mysqlclusters"], &["get", "list", "watch", "create"]),
@@ -92,10 +96,7 @@ impl Operator for MysqlOperator {
     /// criteria` lists the ids); the capability report confirms each claim from static
     /// checks and e2e evidence. Not claimed, on purpose: taking over clusters made by an
     /// older operator (`L2.adoption`) and upgrading the operator under running clusters
-    /// (`L2.operator-upgrade`), both untested; scheduled backups with retention
-    /// (`L3.scheduled-backup`, not implemented) and point-in-time recovery (`L3.pitr`,
-    /// refused); nothing of level 5 (no re-seeding of broken members, tuning, auto-scaling
-    /// or abnormality detection).
+    /// (`L2.operator-upgrade`), both untested; of level 5, auto-scaling.
     fn capabilities() -> Vec<&'static str> {
         vec![
             // Level 1: the CRDs (schema, CEL, printer columns, descriptions), the objects
@@ -127,6 +128,9 @@ impl Operator for MysqlOperator {
             "L3.pdb",
             "L3.spread",
             "L3.scheduled-backup",
+            // Point-in-time recovery: each backup archives the primary's binary logs from
+            // the previous backup's position; a restore replays them up to a second.
+            "L3.pitr",
             // Level 4: operator and per-member metrics, alerts with runbooks
             // (deploy/mysql/prometheus-rules.yaml, docs/runbooks/mysql/), the Grafana
             // dashboard, Events for every operation.
@@ -134,8 +138,15 @@ impl Operator for MysqlOperator {
             "L4.alerts",
             "L4.events",
             "L4.dashboard",
-            // Level 5: only the buffer pool and connection limit follow the memory given.
+            // Level 5: the buffer pool and connection limit follow the memory given; a
+            // replication lag or connection error spike against a member's own recent past
+            // is raised as a condition, an Event and a metric; replicas with errant
+            // transactions or replication broken for long are re-seeded when the cluster
+            // opts in (spec.autoHeal), and a lost member is rebuilt by the StatefulSet and
+            // configured as a replica.
+            "L5.auto-healing",
             "L5.auto-tuning",
+            "L5.abnormality-detection",
         ]
     }
 }

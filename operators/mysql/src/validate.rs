@@ -7,7 +7,10 @@ use std::fmt;
 
 use statecraft_shared::{Error, Result};
 
-use crate::api::cluster::{MAX_SEMI_SYNC_TIMEOUT_SECONDS, MIN_SEMI_SYNC_TIMEOUT_SECONDS};
+use crate::api::cluster::{
+    MAX_RESEED_BROKEN_AFTER_SECONDS, MAX_SEMI_SYNC_TIMEOUT_SECONDS, MIN_RESEED_BROKEN_AFTER_SECONDS,
+    MIN_SEMI_SYNC_TIMEOUT_SECONDS,
+};
 use crate::api::{Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec};
 use crate::image::default_image;
 
@@ -204,6 +207,18 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
         ));
     }
 
+    if let Some(after) = spec.auto_heal.reseed_broken_after_seconds
+        && !(MIN_RESEED_BROKEN_AFTER_SECONDS..=MAX_RESEED_BROKEN_AFTER_SECONDS).contains(&after)
+    {
+        return Err(Error::invalid_spec(
+            "spec.autoHeal.reseedBrokenAfterSeconds",
+            format!(
+                "must be between {MIN_RESEED_BROKEN_AFTER_SECONDS} and {MAX_RESEED_BROKEN_AFTER_SECONDS}, not {after}: \
+                 a shorter wait re-seeds replicas that a retry would mend"
+            ),
+        ));
+    }
+
     if let Some(backup) = &spec.backup {
         backup.validate("spec.backup")?;
     }
@@ -248,6 +263,12 @@ pub fn validate_restore(spec: &MySQLRestoreSpec) -> Result<ValidSpec> {
         _ => return Err(Error::invalid_spec("spec.backupName", "exactly one of backupName and location must be set")),
     }
     if let Some(t) = &spec.point_in_time {
+        if spec.backup_name.is_none() {
+            return Err(Error::invalid_spec(
+                "spec.pointInTime",
+                "needs spec.backupName: the binary logs are found through the cluster's MySQLBackups",
+            ));
+        }
         chrono::DateTime::parse_from_rfc3339(t).map_err(|e| {
             Error::invalid_spec(
                 "spec.pointInTime",
@@ -287,7 +308,7 @@ fn flavor_name(flavor: Flavor) -> &'static str {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::api::{BackupPolicy, Retention, SemiSync, ServiceOptions, Storage, UpgradeStrategy};
+    use crate::api::{AutoHeal, BackupPolicy, Retention, SemiSync, ServiceOptions, Storage, UpgradeStrategy};
     use statecraft_shared::s3::S3Location;
 
     pub(crate) fn spec() -> MySQLClusterSpec {
@@ -305,6 +326,7 @@ pub(crate) mod tests {
             paused: false,
             stopped: false,
             upgrade_strategy: UpgradeStrategy::default(),
+            auto_heal: AutoHeal::default(),
         }
     }
 
@@ -431,6 +453,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn reseed_wait_bounds() {
+        for (t, ok) in [(29, false), (30, true), (604_800, true), (604_801, false), (-5, false)] {
+            let auto_heal = AutoHeal { reseed_errant: false, reseed_broken_after_seconds: Some(t) };
+            let r = validate(&MySQLClusterSpec { auto_heal, ..spec() });
+            assert_eq!(r.is_ok(), ok, "{t} s");
+            if let Err(e) = r {
+                assert_eq!(field_of(e), "spec.autoHeal.reseedBrokenAfterSeconds");
+            }
+        }
+    }
+
+    #[test]
     fn semi_sync_timeout_bounds() {
         for (t, ok) in [(59, false), (60, true), (4_294_967, true), (4_294_968, false), (0, false), (-1, false)] {
             let s = MySQLClusterSpec { semi_sync: SemiSync { enabled: true, timeout_seconds: t }, ..spec() };
@@ -497,6 +531,12 @@ pub(crate) mod tests {
             ..restore.clone()
         };
         assert_eq!(field_of(validate_restore(&explicit).unwrap_err()), "spec.location.key");
+        let explicit_pitr = MySQLRestoreSpec {
+            backup_name: None,
+            location: Some(RestoreLocation { store: location(), key: "db/x.sql".into() }),
+            ..restore.clone()
+        };
+        assert_eq!(field_of(validate_restore(&explicit_pitr).unwrap_err()), "spec.pointInTime");
         let bad_target = MySQLRestoreSpec {
             target: RestoreTarget { name: "copy".into(), spec: MySQLClusterSpec { replicas: 2, ..spec() } },
             ..restore.clone()

@@ -17,6 +17,7 @@ use statecraft_mysql::clustering::decide::{Operation, Role, decide};
 use statecraft_mysql::clustering::gtid::GtidSet;
 use statecraft_mysql::clustering::observed::{Member, Observed, PodState, Replication, Server, ServerState};
 use statecraft_mysql::controller::metrics::ServerMetrics;
+use statecraft_mysql::insight::{Abnormality, Kind};
 use statecraft_shared::metrics::Metrics;
 
 const PREFIX: &str = "statecraft_mysql_";
@@ -54,6 +55,7 @@ fn server(executed: &str, read_only: bool, semi_sync_source: bool, replication: 
         executed: GtidSet::parse(Flavor::Mariadb, executed).expect("valid GTID position"),
         semi_sync_source,
         replication,
+        connection_errors: Some(0),
     })
 }
 
@@ -101,6 +103,9 @@ fn registered() -> Registered {
     assert_eq!(d.verdicts[0].role, Some(Role::Primary), "test data: member 0 should be the primary: {d:?}");
     assert!(d.verdicts[2].errant.is_some(), "test data: member 2 should be errant: {d:?}");
     servers.observe("db", &o, &d);
+    // The lagging replica is abnormal: every kind of abnormality gets a series.
+    let lag = Abnormality { member: "db-1".into(), kind: Kind::ReplicationLagSpike, message: String::new(), new: true };
+    servers.abnormalities("db", "db-1", &[lag]);
 
     let operations = [
         Operation::Bootstrap { primary: 0 },

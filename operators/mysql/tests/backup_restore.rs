@@ -15,10 +15,10 @@ use statecraft_mysql::api::Flavor;
 use statecraft_mysql::backup::{
     BackupError, ClientCommand, ClientConnection, backup_to_s3, dump_command, restore_command, restore_from_s3,
 };
-use statecraft_mysql::flavor::{self, BACKUP_USER, OPERATOR_USER, accounts_init_sql};
+use statecraft_mysql::flavor::{self, BACKUP_USER, OPERATOR_USER};
 use statecraft_shared::s3::{S3Store, TransferConfig};
 use statecraft_shared::testing::s3::S3Server;
-use support::{MariaDb, mariadb_settings, passwords};
+use support::{MariaDb, first_value as value, operator_conn as operator, passwords, start_server as start};
 
 type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
@@ -35,11 +35,6 @@ fn store(s3: &S3Server) -> S3Store {
     s3.store(BUCKET, "mysql/test").expect("store")
 }
 
-async fn start(ordinal: u32) -> MariaDb {
-    let init = accounts_init_sql(flavor::sql(Flavor::Mariadb), &passwords());
-    MariaDb::start(ordinal, &mariadb_settings(3), init.expose()).await.expect("start mariadbd")
-}
-
 fn connection(server: &MariaDb, password: &str) -> ClientConnection {
     ClientConnection::new("127.0.0.1", server.port, OPERATOR_USER, password)
 }
@@ -52,15 +47,6 @@ fn dump_of(server: &MariaDb) -> ClientCommand {
 
 fn restore_into(server: &MariaDb) -> ClientCommand {
     restore_command(Flavor::Mariadb, &connection(server, passwords().operator)).expect("MariaDB restore command")
-}
-
-async fn operator(server: &MariaDb) -> TestResult<Conn> {
-    Ok(Conn::new(server.opts(OPERATOR_USER, passwords().operator)).await?)
-}
-
-async fn value(conn: &mut Conn, sql: &str) -> TestResult<String> {
-    let v: Option<Option<String>> = conn.query_first(sql).await?;
-    Ok(v.flatten().unwrap_or_default())
 }
 
 /// Opens `server` for writes as the operator promotes a primary: its own account over TCP,

@@ -129,6 +129,12 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     });
     let bad_age = with(valid_spec(), "backup", backup_policy);
     assert_rejected(create(&clusters, cluster("a", bad_age)).await, "spec.backup.retention.maxAge");
+    // Re-seeding broken replicas: not sooner than 30 s.
+    let hasty = with(valid_spec(), "autoHeal", json!({"reseedErrant": true, "reseedBrokenAfterSeconds": 10}));
+    assert_rejected(create(&clusters, cluster("h", hasty)).await, "spec.autoHeal.reseedBrokenAfterSeconds");
+    let heal = with(valid_spec(), "autoHeal", json!({"reseedErrant": true, "reseedBrokenAfterSeconds": 300}));
+    assert_eq!(create(&clusters, cluster("heal", heal)).await, None);
+    assert_eq!(clusters.get("heal").await?.spec.auto_heal.reseed_broken_after_seconds, Some(300));
 
     // Immutable fields; scaling is allowed.
     assert_rejected(patch_spec(&clusters, "ok", json!({"flavor": "mysql"})).await, "spec.flavor");
@@ -170,6 +176,8 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         "spec.backupName",
     );
     assert_rejected(create(&restores, restore("r3", json!({}))).await, "spec.backupName");
+    // A point in time is found through the cluster's backups: an explicit object has none.
+    assert_rejected(create(&restores, restore("r4", json!({"location": location}))).await, "spec.pointInTime");
 
     // The built objects of a valid cluster are accepted as they are.
     let valid = validate(&clusters.get("ok").await?.spec)?;

@@ -8,27 +8,15 @@ mod support;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Error as MyError};
 use statecraft_mysql::api::Flavor;
-use statecraft_mysql::flavor::{self, OPERATOR_USER, REPLICATION_USER, ROOT_USER, accounts_init_sql};
-use support::{MariaDb, mariadb_settings, passwords};
+use statecraft_mysql::flavor::{self, OPERATOR_USER, REPLICATION_USER, ROOT_USER};
+use support::{
+    MariaDb, first_value as value, mariadb_settings, operator_conn as operator, passwords, start_server as start,
+};
 
 type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// MariaDB's ER_OPTION_PREVENTS_STATEMENT: "running with the --read-only option".
 const ER_OPTION_PREVENTS_STATEMENT: u16 = 1290;
-
-async fn start(ordinal: u32) -> MariaDb {
-    let init = accounts_init_sql(flavor::sql(Flavor::Mariadb), &passwords());
-    MariaDb::start(ordinal, &mariadb_settings(3), init.expose()).await.expect("start mariadbd")
-}
-
-async fn operator(server: &MariaDb) -> TestResult<Conn> {
-    Ok(Conn::new(server.opts(OPERATOR_USER, passwords().operator)).await?)
-}
-
-async fn value(conn: &mut Conn, sql: &str) -> TestResult<String> {
-    let v: Option<Option<String>> = conn.query_first(sql).await?;
-    Ok(v.flatten().unwrap_or_default())
-}
 
 fn server_code(err: &MyError) -> Option<u16> {
     match err {

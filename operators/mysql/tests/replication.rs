@@ -2,7 +2,8 @@
 //! Kubernetes: the test stands in for the pods (a killed process is a pod whose container
 //! died) and for the read-write Service (clients write to whichever server the loop has
 //! recorded as primary). Proves replication setup with lossless semi-sync, failover without
-//! losing an acknowledged write, switchover, and errant-transaction quarantine.
+//! losing an acknowledged write, switchover, errant-transaction quarantine, and re-seeding
+//! an errant replica when allowed.
 
 mod support;
 
@@ -13,12 +14,14 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use statecraft_mysql::api::Flavor;
+use statecraft_mysql::build::config::{CLIENT_CNF, config_path, ready_sh};
 use statecraft_mysql::clustering::dataplane::{DataPlane, Endpoint};
 use statecraft_mysql::clustering::decide::{Decision, Health, Operation, Role, decide};
+use statecraft_mysql::clustering::heal::Healing;
 use statecraft_mysql::clustering::observed::{Observed, PodState};
 use statecraft_mysql::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use statecraft_mysql::flavor::{self, OPERATOR_USER, ROOT_USER, accounts_init_sql};
-use support::{MariaDb, mariadb_settings, passwords};
+use support::{MariaDb, client_binary, first_value as value, mariadb_settings, passwords};
 use tokio::sync::Mutex;
 
 type TestResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -31,6 +34,8 @@ struct Rig {
     labels: Vec<Option<String>>,
     switchover_to: Option<u32>,
     streaks: Streaks,
+    /// What `spec.autoHeal` would allow.
+    heal: Healing,
     /// Operations performed, in order.
     log: Vec<Operation>,
 }
@@ -50,6 +55,7 @@ impl Rig {
             labels: vec![None; n as usize],
             switchover_to: None,
             streaks: Streaks::default(),
+            heal: Healing::default(),
             log: Vec::new(),
         }
     }
@@ -81,6 +87,8 @@ impl Rig {
             recorded_primary: self.recorded,
             switchover_to: self.switchover_to,
             members,
+            heal: self.heal.clone(),
+            recently_configured: Default::default(),
         };
         let d = decide(&o);
         if !matches!(d.operation, Operation::Nothing | Operation::Wait { .. }) {
@@ -97,6 +105,12 @@ impl Rig {
                     }
                 }
                 Ok(Effect::None) => {}
+                // The pod and its volume deleted and made again: an empty server.
+                Ok(Effect::Rebuild(i)) => {
+                    if let Err(e) = self.servers[i as usize].wipe().await {
+                        panic!("re-seeding server {i}: {e}");
+                    }
+                }
                 Err(e) => eprintln!("operation {:?} failed (retried next pass): {e}", d.operation),
             }
             self.log.push(d.operation.clone());
@@ -138,11 +152,6 @@ impl Rig {
     async fn operator(&self, i: u32) -> TestResult<Conn> {
         Ok(Conn::new(self.opts(i, OPERATOR_USER, passwords().operator)).await?)
     }
-}
-
-async fn value(conn: &mut Conn, sql: &str) -> TestResult<String> {
-    let v: Option<Option<String>> = conn.query_first(sql).await?;
-    Ok(v.flatten().unwrap_or_default())
 }
 
 /// A client writing one row at a time to whichever port `primary` holds (the read-write
@@ -221,6 +230,43 @@ async fn bootstrap(rig: &mut Rig) -> TestResult {
     Ok(())
 }
 
+/// Runs the readiness script a pod gets against `server` (its client options pointed at the
+/// harness's socket); returns whether the pod would be ready and what the script said.
+async fn ready(server: &MariaDb) -> TestResult<(bool, String)> {
+    let dir = tempfile::tempdir()?;
+    let cnf = dir.path().join("client.cnf");
+    std::fs::write(&cnf, format!("[client]\nsocket = {}\nuser = root\n", server.socket().display()))?;
+    let script = ready_sh(flavor::sql(Flavor::Mariadb))
+        .replace(&config_path(CLIENT_CNF), &cnf.display().to_string())
+        .replace("mariadb --defaults-file", &format!("{} --defaults-file", client_binary().display()));
+    let out = tokio::process::Command::new("sh").arg("-c").arg(&script).output().await?;
+    Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).trim().to_string()))
+}
+
+#[tokio::test]
+async fn the_readiness_probe_is_ready_for_the_primary_and_a_replicating_replica_only() -> TestResult {
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    assert_eq!(ready(&rig.servers[0]).await?, (true, String::new()), "the writable primary");
+    let mut replica_ready = (false, String::new());
+    for _ in 0..50 {
+        replica_ready = ready(&rig.servers[1]).await?;
+        if replica_ready.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(replica_ready.0, "a replicating replica is ready: {replica_ready:?}");
+    rig.servers[1].local_admin("STOP SLAVE IO_THREAD").await?;
+    let (ok, said) = ready(&rig.servers[1]).await?;
+    assert!(!ok && said.starts_with("replication receiver not running"), "{said}");
+    rig.servers[2].local_admin("STOP SLAVE").await?;
+    rig.servers[2].local_admin("RESET SLAVE ALL").await?;
+    let (ok, said) = ready(&rig.servers[2]).await?;
+    assert!(!ok, "read-only and replicating from nobody: {said}");
+    Ok(())
+}
+
 #[tokio::test]
 async fn bootstrap_sets_up_lossless_semi_sync_replication() -> TestResult {
     let mut rig = Rig::start(3).await;
@@ -247,7 +293,14 @@ async fn bootstrap_sets_up_lossless_semi_sync_replication() -> TestResult {
         let mut r = rig.operator(i).await?;
         assert_eq!(value(&mut r, "SELECT @@GLOBAL.read_only").await?, "1");
         rig.converge(5).await;
-        assert_eq!(rows(&rig, i).await?, [1]);
+        // The acknowledgement means received, not applied: give the applier a moment.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = rows(&rig, i).await?;
+        while seen != [1] && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            seen = rows(&rig, i).await?;
+        }
+        assert_eq!(seen, [1], "replica {i} applied the acknowledged row");
     }
     // Nothing to do once converged: a pass of a healthy cluster performs no operation.
     let before = rig.log.len();
@@ -378,5 +431,44 @@ async fn an_errant_transaction_on_a_replica_is_detected_and_quarantined() -> Tes
     // The primary and the healthy replica are untouched.
     assert_eq!(d.verdicts[0].role, Some(Role::Primary));
     assert_eq!(d.verdicts[2].role, Some(Role::Replica));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_errant_replica_is_reseeded_when_allowed_and_catches_up_from_the_binary_log() -> TestResult {
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    let mut p = rig.operator(0).await?;
+    for id in 1..=50u64 {
+        p.query_drop(format!("INSERT INTO app.w (id) VALUES ({id})")).await?;
+    }
+    // An errant transaction on replica 2, in a domain of its own.
+    rig.servers[2].local_admin("SET SESSION gtid_domain_id = 9; INSERT INTO app.w (id) VALUES (999)").await?;
+    rig.heal.reseed_errant = true;
+    let mut reseeded = false;
+    for _ in 0..100 {
+        let d = rig.pass().await;
+        reseeded |= matches!(d.operation, Operation::Reseed { ordinal: 2, .. });
+        if reseeded && d.health == Health::Healthy && d.operation == Operation::Nothing {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reseeded, "re-seeded: {:#?}", rig.log);
+    let d = rig.converge(50).await;
+    assert!(d.verdicts.iter().all(|v| v.errant.is_none()), "{d:#?}");
+    // The new server gets every row from the primary's binary log, and not the errant one.
+    let all: Vec<u64> = (1..=50).collect();
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        ids = rows(&rig, 2).await?;
+        if ids == all {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ids, all, "caught up without the errant row");
+    let reseeds = rig.log.iter().filter(|op| matches!(op, Operation::Reseed { .. })).count();
+    assert_eq!(reseeds, 1, "one re-seed: {:#?}", rig.log);
     Ok(())
 }

@@ -73,7 +73,31 @@ pub struct MySQLBackupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gtid_position: Option<String>,
 
+    /// The primary's binary logs archived with this backup, from the previous backup's
+    /// position onward: they let a restore of the previous backup roll forward to any time
+    /// before `binlogs.until`. Unset for a cluster's first backup, or when archiving failed
+    /// (the Ready condition's message and a Warning Event say why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binlogs: Option<BinlogArchiveStatus>,
+
     /// Standard conditions.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// Binary logs archived next to a backup.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BinlogArchiveStatus {
+    /// Prefix of the archived files, relative to the store's prefix.
+    pub prefix: String,
+    /// Number of files.
+    pub files: i64,
+    /// Bytes stored.
+    pub size: i64,
+    /// The archive holds every transaction after this GTID position (the previous backup's).
+    pub from_gtid_position: String,
+    /// ...and every transaction acknowledged before this time (RFC 3339).
+    #[schemars(extend("format" = "date-time"))]
+    pub until: String,
 }

@@ -118,6 +118,46 @@ pub struct MySQLClusterSpec {
     /// How version, image and configuration changes are rolled out.
     #[serde(default)]
     pub upgrade_strategy: UpgradeStrategy,
+
+    /// Automatic re-seeding of replicas that cannot recover on their own. Off unless asked
+    /// for: re-seeding deletes the replica's data volume and pod, and the new, empty server
+    /// copies the primary's data again through replication, discarding whatever only that
+    /// replica had. Never the primary, one replica at a time, and only while enough other
+    /// replicas are healthy that writes keep being acknowledged.
+    #[serde(default, skip_serializing_if = "AutoHeal::is_off")]
+    pub auto_heal: AutoHeal,
+}
+
+/// Which replicas the operator may re-seed on its own.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoHeal {
+    /// Re-seed a replica that has transactions the primary lacks (errant transactions,
+    /// written on the replica directly or left by a crashed primary and never
+    /// acknowledged). Those transactions are discarded. False: the replica is only kept out
+    /// of the read-only Service and flagged in `status.members[].errant`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reseed_errant: bool,
+
+    /// Re-seed a replica whose replication has stopped with an error (receiver or applier)
+    /// and has not recovered for this many seconds, while the primary serves. Unset: never.
+    /// Between 30 and 604800 (a week).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 30, max = 604800))]
+    pub reseed_broken_after_seconds: Option<i64>,
+}
+
+/// The smallest `reseedBrokenAfterSeconds`: shorter would re-seed replicas for errors that
+/// a retry mends.
+pub const MIN_RESEED_BROKEN_AFTER_SECONDS: i64 = 30;
+/// The largest `reseedBrokenAfterSeconds` (a week).
+pub const MAX_RESEED_BROKEN_AFTER_SECONDS: i64 = 604_800;
+
+impl AutoHeal {
+    /// Nothing is re-seeded (the default, left out of serialized specs).
+    pub fn is_off(&self) -> bool {
+        *self == AutoHeal::default()
+    }
 }
 
 fn default_replicas() -> i32 {
@@ -296,6 +336,25 @@ pub struct MySQLClusterStatus {
     /// Progress of the current or last rolling upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<UpgradeProgress>,
+
+    /// The replica being re-seeded (`spec.autoHeal`), until it serves again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reseeding: Option<Reseeding>,
+}
+
+/// A replica being re-seeded.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Reseeding {
+    /// Pod name.
+    pub member: String,
+
+    /// Why it is re-seeded.
+    pub reason: String,
+
+    /// When its volume and pod were deleted (RFC 3339).
+    #[schemars(extend("format" = "date-time"))]
+    pub started_at: String,
 }
 
 /// One server as last observed.

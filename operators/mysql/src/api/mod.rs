@@ -4,10 +4,10 @@ pub mod backup;
 pub mod cluster;
 pub mod restore;
 
-pub use backup::{MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
+pub use backup::{BinlogArchiveStatus, MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
 pub use cluster::{
-    Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus, SemiSync, ServiceOptions, ServiceType,
-    Storage, UpgradeStrategy, UpgradeStrategyType,
+    AutoHeal, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus, Reseeding, SemiSync,
+    ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
 };
 pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreLocation, RestoreTarget};
 pub use statecraft_shared::backup::{BackupPolicy, Retention};

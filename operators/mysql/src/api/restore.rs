@@ -29,6 +29,10 @@ use super::cluster::MySQLClusterSpec;
     {
         "rule": "has(self.backupName) != has(self.location)",
         "message": "exactly one of spec.backupName and spec.location must be set"
+    },
+    {
+        "rule": "!has(self.pointInTime) || has(self.backupName)",
+        "message": "spec.pointInTime needs spec.backupName: the binary logs are found through the cluster's MySQLBackups"
     }
 ]))]
 pub struct MySQLRestoreSpec {
@@ -42,7 +46,11 @@ pub struct MySQLRestoreSpec {
     pub location: Option<RestoreLocation>,
 
     /// Roll forward with archived binary logs up to this time (RFC 3339, e.g.
-    /// `2026-01-31T12:00:00Z`). Unset: restore the backup as it is.
+    /// `2026-01-31T12:00:00Z`): transactions committed before it are restored, later ones
+    /// not. It must be after the backup completed; the binary logs come from a later backup
+    /// of the same cluster (each backup archives them from the previous backup's position),
+    /// so the restore waits until one taken after this time exists. Needs backupName. Unset:
+    /// restore the backup as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "date-time"))]
     pub point_in_time: Option<String>,
@@ -82,6 +90,11 @@ pub struct MySQLRestoreStatus {
     /// Pending, Restoring, Succeeded or Failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+
+    /// Point-in-time restores: the MySQLBackup whose archived binary logs are replayed
+    /// after the backup's dump.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binlogs_from: Option<String>,
 
     /// Standard conditions.
     #[serde(default)]

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Utc};
 use tokio::process::Command;
 
 use super::BackupError;
@@ -40,6 +41,11 @@ impl ClientConnection {
         ClientConnection { host: host.into(), port, user: user.into(), password: password.into() }
     }
 
+    /// The password, for a connection that is not a client process.
+    pub(crate) fn password(&self) -> &str {
+        &self.password
+    }
+
     /// The flags every client gets: no option files (a node's or image's my.cnf must not
     /// change what is dumped or where it goes; `--no-defaults` must come first), TCP even for
     /// `localhost` (which would otherwise mean the Unix socket), and utf8mb4 so that no
@@ -75,13 +81,20 @@ pub struct ClientCommand {
     program: String,
     args: Vec<String>,
     password: String,
+    env: Vec<(String, String)>,
 }
 
 impl ClientCommand {
     /// Any command; the password goes to [`PASSWORD_ENV`]. [`dump_command`] and
     /// [`restore_command`] build the real ones.
     pub fn new(program: impl Into<String>, args: Vec<String>, password: impl Into<String>) -> Self {
-        ClientCommand { program: program.into(), args, password: password.into() }
+        ClientCommand { program: program.into(), args, password: password.into(), env: Vec::new() }
+    }
+
+    /// The same command with one more environment variable (no secret: it is shown).
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
     }
 
     /// The same command with another program (an absolute path, or another build).
@@ -106,6 +119,7 @@ impl ClientCommand {
     pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).env_clear().env(PASSWORD_ENV, &self.password).kill_on_drop(true);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }
@@ -118,7 +132,7 @@ impl fmt::Debug for ClientCommand {
         f.debug_struct("ClientCommand")
             .field("program", &self.program)
             .field("args", &self.args)
-            .field("env", &format_args!("{PASSWORD_ENV}=<redacted>"))
+            .field("env", &format_args!("{PASSWORD_ENV}=<redacted> {:?}", self.env))
             .finish()
     }
 }
@@ -210,6 +224,60 @@ pub fn restore_command(flavor: Flavor, conn: &ClientConnection) -> Result<Client
     }
 }
 
+/// Copies one binary log file, as it is, from a server to `<dir>/<file>`: the client asks
+/// the server for it like a replica would (`--read-from-remote-server`, which needs the
+/// REPLICATION SLAVE privilege) and stops at the file's current end (no `--to-last-log`,
+/// no `--stop-never`), so the active file is copied up to its last complete event.
+pub fn binlog_fetch_command(
+    flavor: Flavor,
+    conn: &ClientConnection,
+    dir: &str,
+    file: &str,
+) -> Result<ClientCommand, BackupError> {
+    match flavor {
+        Flavor::Mariadb => {
+            let args = vec![
+                "--no-defaults".into(),
+                format!("--host={}", conn.host),
+                format!("--port={}", conn.port),
+                "--protocol=TCP".into(),
+                format!("--user={}", conn.user),
+                "--read-from-remote-server".into(),
+                "--raw".into(),
+                format!("--result-file={}/", dir.trim_end_matches('/')),
+                file.into(),
+            ];
+            Ok(ClientCommand::new("mariadb-binlog", args, conn.password.clone()))
+        }
+        Flavor::Mysql => Err(unsupported(flavor)),
+    }
+}
+
+/// Turns archived binary log `files` (local paths, in order) into SQL on stdout: the
+/// transactions after GTID position `start` (a restored backup's position; empty: all) and before
+/// `stop` (`--stop-datetime` excludes events at or after it). The time is given in UTC and
+/// the client runs with `TZ=UTC`, because it reads the argument in its local time zone.
+pub fn binlog_replay_command(
+    flavor: Flavor,
+    start: &str,
+    stop: DateTime<Utc>,
+    files: &[String],
+) -> Result<ClientCommand, BackupError> {
+    match flavor {
+        Flavor::Mariadb => {
+            let mut args = vec!["--no-defaults".to_string()];
+            // An empty position (a dump of a server that had written nothing): from the start.
+            if !start.is_empty() {
+                args.push(format!("--start-position={start}"));
+            }
+            args.push(format!("--stop-datetime={}", stop.format("%Y-%m-%d %H:%M:%S")));
+            args.extend(files.iter().cloned());
+            Ok(ClientCommand::new("mariadb-binlog", args, "").with_env("TZ", "UTC"))
+        }
+        Flavor::Mysql => Err(unsupported(flavor)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +348,30 @@ mod tests {
         let other = cmd.clone().with_program("/usr/bin/mariadb-dump");
         assert_eq!(other.program(), "/usr/bin/mariadb-dump");
         assert_eq!(other.args(), cmd.args());
+    }
+
+    #[test]
+    fn binlogs_are_fetched_raw_like_a_replica_and_replayed_in_utc() {
+        let fetch = binlog_fetch_command(Flavor::Mariadb, &conn(), "/tmp/binlogs/", "mysql-bin.000007").unwrap();
+        assert_eq!(fetch.program(), "mariadb-binlog");
+        assert_eq!(fetch.args()[0], "--no-defaults");
+        for flag in ["--read-from-remote-server", "--raw", "--result-file=/tmp/binlogs/", "--user=statecraft"] {
+            assert!(fetch.args().iter().any(|a| a == flag), "{flag} in {fetch}");
+        }
+        assert_eq!(fetch.args().last().map(String::as_str), Some("mysql-bin.000007"));
+        assert!(!fetch.to_string().contains("s3cr'et"), "no password on the command line");
+
+        let stop = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 30, 6, 1, 2).unwrap();
+        let files = vec!["/tmp/b/mysql-bin.000001".to_string(), "/tmp/b/mysql-bin.000002".to_string()];
+        let replay = binlog_replay_command(Flavor::Mariadb, "0-101-42", stop, &files).unwrap();
+        assert_eq!(
+            replay.args(),
+            ["--no-defaults", "--start-position=0-101-42", "--stop-datetime=2026-11-30 06:01:02", &files[0], &files[1]]
+        );
+        let cmd = replay.command();
+        assert!(cmd.as_std().get_envs().any(|(k, v)| k == "TZ" && v.and_then(|v| v.to_str()) == Some("UTC")));
+        let from_start = binlog_replay_command(Flavor::Mariadb, "", stop, &files).unwrap();
+        assert!(!from_start.args().iter().any(|a| a.starts_with("--start-position")), "{from_start}");
+        assert!(binlog_replay_command(Flavor::Mysql, "x", stop, &files).is_err());
     }
 }

@@ -14,6 +14,7 @@
 //! What is in a backup, and what is not (the `mysql` schema, hence user-created accounts):
 //! see [`dump_command`].
 
+mod binlog;
 mod command;
 mod position;
 mod process;
@@ -28,8 +29,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{info, warn};
 
 use crate::api::Flavor;
+pub use binlog::{
+    BinlogArchive, BinlogReplay, DomainPositions, ReplayOutcome, archive_binlogs, binlog_prefix, first_needed,
+    is_source_gtid_line, replay_binlogs,
+};
 pub use command::{
-    ClientCommand, ClientConnection, MAX_ALLOWED_PACKET, PASSWORD_ENV, SYSTEM_SCHEMA, dump_command, restore_command,
+    ClientCommand, ClientConnection, MAX_ALLOWED_PACKET, PASSWORD_ENV, SYSTEM_SCHEMA, binlog_fetch_command,
+    binlog_replay_command, dump_command, restore_command,
 };
 pub use position::{DumpPosition, DumpScanner, is_gtid_list};
 use process::{DumpReader, join_tail, spawn_tail};
@@ -113,6 +119,12 @@ pub enum BackupError {
         reason: String,
         /// The end of its stderr: the failing statement's error.
         stderr: String,
+    },
+    /// Archiving or replaying binary logs failed (the message names the file or program).
+    #[error("binary logs: {reason}")]
+    Binlog {
+        /// What went wrong.
+        reason: String,
     },
     /// Local I/O around a client process failed.
     #[error("{what}: {source}")]

@@ -17,6 +17,7 @@ use statecraft_shared::s3::S3Location;
 
 use super::statefulset::MYSQL_UID;
 use crate::api::Flavor;
+use crate::flavor::REPLICATION_USER;
 
 /// Where the init container puts the operator's binary.
 pub const BIN_DIR: &str = "/opt/statecraft";
@@ -42,6 +43,51 @@ pub mod env {
     pub const USER: &str = "STATECRAFT_JOB_USER";
     /// Its password (from the cluster's Secret).
     pub const PASSWORD: &str = "STATECRAFT_JOB_PASSWORD";
+    /// Backup: the server whose binary logs are archived (the primary). Unset: none are.
+    pub const BINLOG_HOST: &str = "STATECRAFT_JOB_BINLOG_HOST";
+    /// Backup: the account that reads them (the replication account).
+    pub const BINLOG_USER: &str = "STATECRAFT_JOB_BINLOG_USER";
+    /// Backup: its password (from the cluster's Secret).
+    pub const BINLOG_PASSWORD: &str = "STATECRAFT_JOB_BINLOG_PASSWORD";
+    /// Backup: archive the transactions after this GTID position (the previous backup's).
+    pub const BINLOG_SINCE: &str = "STATECRAFT_JOB_BINLOG_SINCE";
+    /// Restore: the archive to replay after the dump. Unset: none is.
+    pub const BINLOG_PREFIX: &str = "STATECRAFT_JOB_BINLOG_PREFIX";
+    /// Restore: how many files the archive recorded.
+    pub const BINLOG_FILES: &str = "STATECRAFT_JOB_BINLOG_FILES";
+    /// Restore: replay the transactions after this GTID position (the dump's).
+    pub const BINLOG_START: &str = "STATECRAFT_JOB_BINLOG_START";
+    /// Restore: and before this time (RFC 3339).
+    pub const BINLOG_STOP: &str = "STATECRAFT_JOB_BINLOG_STOP";
+}
+
+/// Where a Job's binary log work keeps its local copies (the Job's `/tmp` volume).
+pub const BINLOG_WORKDIR: &str = "/tmp/binlogs";
+
+/// Binary log work a Job does besides its dump or restore (point-in-time recovery).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BinlogWork<'a> {
+    /// Backup: archive the binary logs of `host` after GTID position `since`, reading them
+    /// as the replication account (it has exactly the right to read binary logs).
+    Archive {
+        /// The primary's stable DNS name.
+        host: &'a str,
+        /// The previous backup's position.
+        since: &'a str,
+        /// Secret and key of the replication account's password.
+        password_secret: (&'a str, &'a str),
+    },
+    /// Restore: replay the archive under `prefix` (`files` files) from `start` until `stop`.
+    Replay {
+        /// Prefix of the archive in the store.
+        prefix: &'a str,
+        /// Files it holds.
+        files: u32,
+        /// The restored dump's GTID position.
+        start: &'a str,
+        /// The point in time (RFC 3339).
+        stop: &'a str,
+    },
 }
 
 /// What a Job works on.
@@ -75,6 +121,8 @@ pub struct JobParams<'a> {
     pub key: &'a str,
     /// Expected SHA-256 of the object (restores).
     pub sha256: Option<&'a str>,
+    /// Binary logs to archive or replay.
+    pub binlogs: Option<BinlogWork<'a>>,
 }
 
 /// The Job (the shared task Job): the server image, for its clients, running the
@@ -92,6 +140,21 @@ pub fn job(p: &JobParams<'_>) -> Job {
         secret_env(env::PASSWORD, p.password_secret.0, p.password_secret.1),
     ];
     env.extend(s3_env(p.location, p.key, p.sha256));
+    match &p.binlogs {
+        None => {}
+        Some(BinlogWork::Archive { host, since, password_secret }) => env.extend([
+            value_env(env::BINLOG_HOST, *host),
+            value_env(env::BINLOG_USER, REPLICATION_USER),
+            secret_env(env::BINLOG_PASSWORD, password_secret.0, password_secret.1),
+            value_env(env::BINLOG_SINCE, *since),
+        ]),
+        Some(BinlogWork::Replay { prefix, files, start, stop }) => env.extend([
+            value_env(env::BINLOG_PREFIX, *prefix),
+            value_env(env::BINLOG_FILES, files.to_string()),
+            value_env(env::BINLOG_START, *start),
+            value_env(env::BINLOG_STOP, *stop),
+        ]),
+    }
     let empty = |name: &str| Volume {
         name: name.into(),
         empty_dir: Some(EmptyDirVolumeSource::default()),
@@ -136,6 +199,7 @@ mod tests {
             location,
             key: "db/nightly.sql",
             sha256: None,
+            binlogs: None,
         }
     }
 
@@ -164,5 +228,42 @@ mod tests {
         assert_eq!(loc, location);
         assert_eq!(job.metadata.labels.as_ref().unwrap()[CLUSTER_LABEL], "db");
         assert_eq!(main.security_context.as_ref().unwrap().read_only_root_filesystem, Some(true));
+    }
+
+    #[test]
+    fn binlog_work_reaches_the_task_with_the_password_by_reference() {
+        let location = S3Location::new("backups", "prod", S3CredentialsSecretRef::new("s3-creds"));
+        let archive = JobParams {
+            binlogs: Some(BinlogWork::Archive {
+                host: "db-0.db-hl.ns.svc",
+                since: "0-100-42",
+                password_secret: ("db-passwords", "replication-password"),
+            }),
+            ..params(&location)
+        };
+        let env = job(&archive).spec.unwrap().template.spec.unwrap().containers[0].env.clone().unwrap();
+        let get = |n: &str| env.iter().find(|e| e.name == n).cloned().unwrap();
+        assert_eq!(get(env::BINLOG_HOST).value.as_deref(), Some("db-0.db-hl.ns.svc"));
+        assert_eq!(get(env::BINLOG_USER).value.as_deref(), Some("repl"));
+        assert_eq!(get(env::BINLOG_SINCE).value.as_deref(), Some("0-100-42"));
+        assert!(get(env::BINLOG_PASSWORD).value.is_none(), "from the Secret");
+        assert!(!env.iter().any(|e| e.name == env::BINLOG_PREFIX));
+
+        let replay = JobParams {
+            task: "restore",
+            binlogs: Some(BinlogWork::Replay {
+                prefix: "_binlogs/db/x/",
+                files: 2,
+                start: "0-100-42",
+                stop: "2026-11-30T06:00:00Z",
+            }),
+            ..params(&location)
+        };
+        let env = job(&replay).spec.unwrap().template.spec.unwrap().containers[0].env.clone().unwrap();
+        let get = |n: &str| env.iter().find(|e| e.name == n).and_then(|e| e.value.clone());
+        assert_eq!(get(env::BINLOG_PREFIX).as_deref(), Some("_binlogs/db/x/"));
+        assert_eq!(get(env::BINLOG_FILES).as_deref(), Some("2"));
+        assert_eq!(get(env::BINLOG_STOP).as_deref(), Some("2026-11-30T06:00:00Z"));
+        assert!(get(env::BINLOG_HOST).is_none());
     }
 }

@@ -76,6 +76,10 @@ impl Names {
     pub fn pod(&self, ordinal: u32) -> String {
         format!("{}-{ordinal}", self.cluster)
     }
+    /// The data PersistentVolumeClaim of `ordinal` (StatefulSet naming: template-pod).
+    pub fn data_claim(&self, ordinal: u32) -> String {
+        format!("{}-{}", statefulset::DATA_VOLUME, self.pod(ordinal))
+    }
     /// Stable DNS name of the pod of `ordinal`.
     pub fn pod_host(&self, ordinal: u32) -> String {
         format!("{}.{}.{}.svc", self.pod(ordinal), self.headless_service(), self.namespace)
@@ -126,6 +130,7 @@ mod tests {
         assert_eq!(n.config_map(), "db-config");
         assert_eq!(n.secret(), "db-passwords");
         assert_eq!(n.pod(2), "db-2");
+        assert_eq!(n.data_claim(2), "data-db-2");
         assert_eq!(n.pod_host(0), "db-0.db-hl.prod.svc");
         assert_eq!(n.role_selector(ROLE_PRIMARY)[ROLE_LABEL], "primary");
         assert_eq!(n.role_selector(ROLE_PRIMARY).len(), 3);

@@ -21,6 +21,14 @@ pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a failover candidate may take to apply the transactions it received.
 pub const APPLY_TIMEOUT_SECONDS: u32 = 60;
 
+/// The counters of connection errors (same names in both flavors; no privilege needed).
+const CONNECTION_ERRORS_QUERY: &str =
+    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Aborted_connects', 'Aborted_clients')";
+
+/// The receiver's error when the source cannot send from the replica's position
+/// (`ER_SOURCE_FATAL_ERROR_READING_BINLOG`): not in its binary log, diverged or purged.
+const SOURCE_REFUSED_POSITION: &str = "1236";
+
 /// Accounts that are not clients: their connections survive a demotion.
 const NOT_CLIENTS: [&str; 4] = [OPERATOR_USER, REPLICATION_USER, "system user", "event_scheduler"];
 
@@ -174,8 +182,9 @@ impl DataPlane {
             Some(row) => Some(self.replication_of(&row).map_err(gtid_err)?),
             None => None,
         };
+        let connection_errors = connection_errors(&mut conn, ep).await;
         let _ = conn.disconnect().await;
-        Ok(Server { read_only: read_only != 0, executed, semi_sync_source: semi != 0, replication })
+        Ok(Server { read_only: read_only != 0, executed, semi_sync_source: semi != 0, replication, connection_errors })
     }
 
     fn replication_of(&self, row: &Row) -> Result<Replication, GtidParseError> {
@@ -193,6 +202,7 @@ impl DataPlane {
             retrieved: GtidSet::parse(self.flavor.flavor(), text(c.retrieved_gtids).as_deref().unwrap_or_default())?,
             lag_seconds: text(c.lag_seconds).and_then(|l| l.parse().ok()),
             last_error: error,
+            source_refused: text(c.last_io_errno).as_deref() == Some(SOURCE_REFUSED_POSITION),
         })
     }
 
@@ -337,4 +347,21 @@ impl DataPlane {
         }
         Ok(())
     }
+}
+
+/// `Aborted_connects` + `Aborted_clients` of the server on `conn`, for the abnormality
+/// detection. Optional: a server whose counters cannot be read is still observed, so that
+/// the clustering never depends on them.
+async fn connection_errors(conn: &mut Conn, ep: &Endpoint) -> Option<u64> {
+    let rows: Vec<(String, String)> = match conn.query(CONNECTION_ERRORS_QUERY).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            debug!(endpoint = %ep, error = %e, "reading the connection error counters failed");
+            return None;
+        }
+    };
+    if rows.is_empty() {
+        return None;
+    }
+    rows.iter().map(|(_, value)| value.parse::<u64>().ok()).sum()
 }

@@ -7,9 +7,20 @@
 //! (receiver stopped, so the old primary gets no more acknowledgements), and only to a
 //! replica whose received transactions contain every other's. Anything else waits, with a
 //! reason that reaches a condition and an Event.
+//!
+//! Re-seeding (opt-in, `spec.autoHeal`) comes after every repair of the primary and before
+//! replicas are (re)configured: one replica at a time, never the primary, and only while
+//! enough other replicas are healthy that the primary's commits keep being acknowledged.
 
 use super::gtid::GtidSet;
-use super::observed::{Member, Observed, PodState, Server};
+use super::observed::{Member, Observed, PodState, Replication, Server};
+
+/// Wait reason: a re-seed is due but too few other replicas are healthy to acknowledge the
+/// primary's commits without the member.
+pub const RESEED_WAITS_FOR_REPLICAS: &str = "ReseedWaitsForHealthyReplicas";
+/// Wait reason: a re-seed is due but another member is not serving yet (being rebuilt, or
+/// down): one member at a time.
+pub const RESEED_WAITS_FOR_MEMBER: &str = "ReseedWaitsForMember";
 
 /// Passes in a row a primary whose pod still runs must fail to answer before a failover
 /// (a pod that is gone or terminating is failed over at once).
@@ -134,6 +145,43 @@ pub enum Operation {
         /// Ordinal and the label it should carry.
         changes: Vec<(u32, Option<Role>)>,
     },
+    /// Re-seed a replica the user allowed to be: delete its data volume, then its pod, so
+    /// that the StatefulSet makes both again and the new, empty server replicates the
+    /// primary's binary log from the start.
+    Reseed {
+        /// Ordinal of the replica.
+        ordinal: u32,
+        /// Why.
+        why: ReseedReason,
+    },
+}
+
+/// Why a replica is re-seeded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReseedReason {
+    /// It has transactions the primary lacks (named as in status).
+    Errant(String),
+    /// Its replication stopped with an error and has not recovered for this long.
+    Broken {
+        /// The receiver's or applier's last error.
+        error: String,
+        /// Whole seconds since it broke.
+        seconds: u64,
+    },
+}
+
+impl ReseedReason {
+    /// For Events and conditions, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            ReseedReason::Errant(gtids) => {
+                format!("errant transactions {gtids} (spec.autoHeal.reseedErrant)")
+            }
+            ReseedReason::Broken { error, seconds } => {
+                format!("replication broken for {seconds} s (spec.autoHeal.reseedBrokenAfterSeconds): {error}")
+            }
+        }
+    }
 }
 
 /// What the pass concluded about one member.
@@ -204,6 +252,11 @@ pub fn decide(o: &Observed) -> Decision {
             v.errant = Some(s.executed.missing_from(&ps.executed));
             continue;
         }
+        // The primary itself said it does not hold this replica's last transaction.
+        if s.replication.as_ref().is_some_and(|r| r.source_refused && points_at(r, p)) {
+            v.errant = Some(format!("{} (not in the primary's binary log)", s.executed));
+            continue;
+        }
         if replicating_from(s, p) && m.ordinal < o.replicas && !matches!(m.pod, PodState::Terminating) {
             v.healthy = true;
             v.role = Some(Role::Replica);
@@ -240,19 +293,20 @@ pub fn decide(o: &Observed) -> Decision {
     Decision { health, operation, verdicts }
 }
 
+/// Whether `r` is configured to replicate from `p`.
+fn points_at(r: &Replication, p: &Member) -> bool {
+    r.source_host == p.address.0 && r.source_port == p.address.1
+}
+
 /// Whether `s` replicates from `p` with both threads running.
 fn replicating_from(s: &Server, p: &Member) -> bool {
-    s.replication
-        .as_ref()
-        .is_some_and(|r| r.io_running && r.sql_running && r.source_host == p.address.0 && r.source_port == p.address.1)
+    s.replication.as_ref().is_some_and(|r| r.io_running && r.sql_running && points_at(r, p))
 }
 
 /// Whether `s` is configured to replicate from `p`, its applier runs and its receiver is
 /// connecting (not stopped): it will replicate as soon as the connection is made.
 fn connecting_to(s: &Server, p: &Member) -> bool {
-    s.replication.as_ref().is_some_and(|r| {
-        r.io_connecting && r.sql_running && r.source_host == p.address.0 && r.source_port == p.address.1
-    })
+    s.replication.as_ref().is_some_and(|r| r.io_connecting && r.sql_running && points_at(r, p))
 }
 
 /// No primary recorded: wait for every wanted server, then choose the one whose history
@@ -346,17 +400,107 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         return Operation::MakeWritable { ordinal: p.ordinal };
     }
 
+    // Clients follow the primary label: a new primary gets it (and a former one loses it)
+    // before any replica is seen to, so a replica that keeps failing cannot hold writes up.
+    let primary_label = Some(Role::Primary.label());
+    let misplaced = o.members.iter().zip(verdicts).any(|(m, v)| {
+        m.pod != PodState::Missing
+            && (m.ordinal == p.ordinal || m.role_label.as_deref() == primary_label)
+            && m.role_label.as_deref() != v.role.map(Role::label)
+    });
+    if misplaced && let Some(op) = relabel(o, verdicts) {
+        return op;
+    }
+
+    // A re-seed the user allowed, when it is safe; a refusal waits until nothing else is to
+    // be done (reconfiguring a broken replica may still mend it meanwhile).
+    // Labels first, so that clients leave the member before its pod goes.
+    let refused = match reseed(o, p, verdicts) {
+        Some(Ok(op)) => return relabel(o, verdicts).unwrap_or(op),
+        Some(Err(wait)) => Some(wait),
+        None => None,
+    };
+
     // Replicas that are up, not errant and not replicating from the primary. One whose
     // receiver is (re)connecting to the right source is given time: reconfiguring it would
     // only restart the connection attempt.
     for m in o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas) {
         let (Some(v), Some(s)) = (verdict(m.ordinal), m.server.up()) else { continue };
-        if v.errant.is_none() && !v.healthy && !matches!(m.pod, PodState::Terminating) && !connecting_to(s, p) {
+        if v.errant.is_none()
+            && !v.healthy
+            && !matches!(m.pod, PodState::Terminating)
+            && !connecting_to(s, p)
+            && !o.recently_configured.contains(&(m.ordinal, p.ordinal))
+        {
             return Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal };
         }
     }
 
-    relabel(o, verdicts).unwrap_or(Operation::Nothing)
+    relabel(o, verdicts).or(refused).unwrap_or(Operation::Nothing)
+}
+
+/// The first replica due for a re-seed (opted in, errant or broken for long enough), as
+/// the operation when it is safe now, or as the wait that says why not. `None`: nothing is
+/// due.
+///
+/// Safe means: its pod runs (a terminating or missing one is being rebuilt already), every
+/// other wanted replica is settled (one member at a time), and at least as many other
+/// replicas are healthy as the primary waits acknowledgements for (at least one), so
+/// commits keep being acknowledged while it rebuilds.
+fn reseed(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Result<Operation, Operation>> {
+    let verdict = |ordinal: u32| verdicts.iter().find(|v| v.ordinal == ordinal);
+    let replicas = || o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas);
+    let running = |m: &Member| matches!(m.pod, PodState::Running { .. });
+    // Serving, or stuck (errant or broken) on a running pod: not being rebuilt.
+    let settled = |m: &Member| {
+        verdict(m.ordinal).is_some_and(|v| v.healthy)
+            || running(m)
+                && m.server.up().is_some()
+                && (verdict(m.ordinal).is_some_and(|v| v.errant.is_some())
+                    || o.heal.broken_for.contains_key(&m.ordinal))
+    };
+    let due = |m: &Member| -> Option<ReseedReason> {
+        let v = verdict(m.ordinal)?;
+        let s = m.server.up()?;
+        if let Some(gtids) = &v.errant {
+            return o.heal.reseed_errant.then(|| ReseedReason::Errant(gtids.clone()));
+        }
+        let after = o.heal.reseed_broken_after?;
+        let broken_for = *o.heal.broken_for.get(&m.ordinal)?;
+        let error = s.replication.as_ref()?.last_error.clone()?;
+        (!v.healthy && broken_for >= after).then_some(ReseedReason::Broken { error, seconds: broken_for.as_secs() })
+    };
+    let (m, why) = replicas().filter(|m| running(m)).find_map(|m| due(m).map(|why| (m, why)))?;
+    let name = m.ordinal;
+    // A member that is neither serving nor stuck is being rebuilt (or is down): re-seeding
+    // another now could leave too few servers.
+    let unsettled = replicas().find(|r| r.ordinal != m.ordinal && !settled(r));
+    if let Some(r) = unsettled {
+        return Some(Err(wait(
+            RESEED_WAITS_FOR_MEMBER,
+            format!(
+                "re-seeding member {name} ({}) waits until member {} serves again: one member at a time",
+                why.describe(),
+                r.ordinal
+            ),
+        )));
+    }
+    let healthy = replicas()
+        .filter(|r| {
+            r.ordinal != m.ordinal && verdict(r.ordinal).is_some_and(|v| v.healthy && v.role == Some(Role::Replica))
+        })
+        .count() as u32;
+    let needed = o.ack_count.max(1);
+    if healthy < needed {
+        return Some(Err(wait(
+            RESEED_WAITS_FOR_REPLICAS,
+            format!(
+                "re-seeding member {name} ({}) waits: {healthy} other replica(s) healthy, {needed} needed to keep acknowledging the primary's commits",
+                why.describe()
+            ),
+        )));
+    }
+    Some(Ok(Operation::Reseed { ordinal: name, why }))
 }
 
 /// Labels that differ from the verdicts.

@@ -1,8 +1,14 @@
 //! `decide()` over hand-built observations: the fake data plane. Each test is one state of
 //! the research notes or one complaint users filed against other operators.
 
-use super::decide::{Decision, FAILOVER_AFTER_PASSES, Health, Operation, Role, decide};
+use std::time::Duration;
+
+use super::decide::{
+    Decision, FAILOVER_AFTER_PASSES, Health, Operation, RESEED_WAITS_FOR_MEMBER, RESEED_WAITS_FOR_REPLICAS,
+    ReseedReason, Role, decide,
+};
 use super::gtid::GtidSet;
+use super::heal::Healing;
 use super::observed::{Member, Observed, PodState, Replication, Server, ServerState};
 use crate::api::Flavor;
 
@@ -25,6 +31,7 @@ fn primary(i: u32, gtid: &str) -> Member {
             executed: g(gtid),
             semi_sync_source: true,
             replication: None,
+            connection_errors: None,
         }),
         unreachable_passes: 0,
     }
@@ -49,7 +56,9 @@ fn replica(i: u32, of: u32, gtid: &str) -> Member {
                 retrieved: g(gtid),
                 lag_seconds: Some(0),
                 last_error: None,
+                source_refused: false,
             }),
+            connection_errors: None,
         }),
         unreachable_passes: 0,
     }
@@ -77,6 +86,8 @@ fn cluster(members: Vec<Member>) -> Observed {
         recorded_primary: Some(0),
         switchover_to: None,
         members,
+        heal: Healing::default(),
+        recently_configured: Default::default(),
     }
 }
 
@@ -198,6 +209,62 @@ fn an_errant_replica_is_quarantined_not_repointed() {
     assert_eq!(d.verdicts[2].role, None, "no client traffic");
     assert_eq!(d.operation, Operation::Relabel { changes: vec![(2, None)] });
     assert_eq!(d.health, Health::Degraded);
+}
+
+#[test]
+fn a_replica_the_primary_refuses_to_serve_is_errant_not_reconfigured_again_and_again() {
+    // e2e: a killed primary had written 0-101-9 to its binary log, unacknowledged; the new
+    // primary went on to 0-100-10. MariaDB positions keep only the last GTID, so the sets
+    // look contained; the new primary refuses the position (1236) and says so.
+    let mut o = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-101-9"), replica(2, 0, "0-100-10")]);
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.io_running = false;
+        r.source_refused = true;
+        r.last_error = Some("Got fatal error 1236 from master when reading data from binary log".into());
+    }
+    let d = decide(&o);
+    assert_eq!(d.verdicts[1].errant.as_deref(), Some("0-101-9 (not in the primary's binary log)"));
+    assert_eq!(d.operation, Operation::Relabel { changes: vec![(1, None)] }, "quarantined, not reconfigured");
+    // The refusal of a former source says nothing about the current one: repoint it.
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.source_host = addr(2).0;
+    }
+    assert_eq!(decide(&o).verdicts[1].errant, None);
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+}
+
+#[test]
+fn a_new_primary_is_labelled_before_replicas_are_configured() {
+    // After a failover to 0, the former primary 1 is back but not replicating yet: clients
+    // must reach 0 before 1 is dealt with.
+    let mut o = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-10"), replica(2, 0, "0-100-10")]);
+    o.members[0].role_label = None;
+    o.members[1].role_label = Some("primary".into());
+    server(&mut o.members[1]).replication = None;
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, Some(Role::Primary)), (1, None)] });
+    o.members[0].role_label = Some("primary".into());
+    o.members[1].role_label = None;
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 }, "then the replica");
+}
+
+#[test]
+fn a_replica_configured_moments_ago_is_not_configured_again_yet() {
+    let mut o = healthy3();
+    if let Some(r) = &mut server(&mut o.members[1]).replication {
+        r.sql_running = false;
+        r.last_error = Some("Duplicate entry '7' for key 'PRIMARY'".into());
+    }
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+    o.recently_configured.insert((1, 0));
+    o.members[2].role_label = None;
+    assert_eq!(
+        op(&o),
+        Operation::Relabel { changes: vec![(1, None), (2, Some(Role::Replica))] },
+        "the rest goes on meanwhile"
+    );
+    // Configured for another source before (a failover since): at once.
+    o.recently_configured = [(1, 2)].into();
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
 }
 
 #[test]
@@ -359,4 +426,164 @@ fn paused_and_stopped_change_nothing() {
     o.paused = false;
     o.replicas = 0;
     assert_eq!(decide(&o).health, Health::Stopped);
+}
+
+// Auto-healing (spec.autoHeal): re-seeding errant and broken replicas.
+
+/// Makes member `i` errant (a transaction of its own in domain 0) and takes its label off,
+/// as the pass before would have.
+fn errant(o: &mut Observed, i: usize) {
+    server(&mut o.members[i]).executed = g(&format!("0-10{i}-11"));
+    o.members[i].role_label = None;
+}
+
+/// Makes member `i`'s applier stop with an error, broken for `seconds`.
+fn broken(o: &mut Observed, i: usize, seconds: u64) {
+    if let Some(r) = &mut server(&mut o.members[i]).replication {
+        r.sql_running = false;
+        r.last_error = Some("Could not execute Write_rows_v1 event: Duplicate entry '7'".into());
+    }
+    o.members[i].role_label = None;
+    o.heal.broken_for.insert(o.members[i].ordinal, Duration::from_secs(seconds));
+}
+
+fn allow_errant(o: &mut Observed) {
+    o.heal.reseed_errant = true;
+}
+
+fn wait_reason(o: &Observed) -> &'static str {
+    match op(o) {
+        Operation::Wait { reason, .. } => reason,
+        other => panic!("expected a wait, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_errant_replica_is_reseeded_only_when_the_user_opted_in() {
+    let mut o = healthy3();
+    errant(&mut o, 2);
+    assert_eq!(op(&o), Operation::Nothing, "without the opt-in: flagged and left alone");
+    assert_eq!(decide(&o).health, Health::Degraded);
+    allow_errant(&mut o);
+    assert_eq!(op(&o), Operation::Reseed { ordinal: 2, why: ReseedReason::Errant("0-102-11".into()) });
+    // Still labelled (the first pass that sees it): clients leave it first.
+    o.members[2].role_label = Some("replica".into());
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(2, None)] });
+}
+
+#[test]
+fn a_broken_replica_is_reconfigured_until_its_time_is_up_then_reseeded() {
+    let mut o = healthy3();
+    broken(&mut o, 1, 600);
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 }, "without the opt-in: retried");
+    o.heal.reseed_broken_after = Some(Duration::from_secs(601));
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 }, "not long enough");
+    o.heal.reseed_broken_after = Some(Duration::from_secs(600));
+    let error = "Could not execute Write_rows_v1 event: Duplicate entry '7'".to_string();
+    assert_eq!(op(&o), Operation::Reseed { ordinal: 1, why: ReseedReason::Broken { error, seconds: 600 } });
+    // Errant re-seeding alone does not cover broken replicas.
+    o.heal.reseed_broken_after = None;
+    allow_errant(&mut o);
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+}
+
+#[test]
+fn the_primary_is_never_reseeded_nor_anything_while_paused() {
+    let mut o = healthy3();
+    allow_errant(&mut o);
+    o.heal.reseed_broken_after = Some(Duration::from_secs(30));
+    // A primary still showing the channel it had as a replica, with an old error.
+    server(&mut o.members[0]).replication = replica(0, 1, "0-100-10").server.up().and_then(|s| s.replication.clone());
+    if let Some(r) = &mut server(&mut o.members[0]).replication {
+        r.sql_running = false;
+        r.last_error = Some("old".into());
+    }
+    o.heal.broken_for.insert(0, Duration::from_secs(3600));
+    assert_eq!(op(&o), Operation::Nothing);
+    errant(&mut o, 2);
+    o.paused = true;
+    assert_eq!(op(&o), Operation::Nothing);
+}
+
+#[test]
+fn no_reseed_when_too_few_other_replicas_would_acknowledge_writes() {
+    // Both replicas errant: re-seeding either leaves the primary nobody to wait for.
+    let mut o = healthy3();
+    allow_errant(&mut o);
+    errant(&mut o, 1);
+    errant(&mut o, 2);
+    assert_eq!(wait_reason(&o), RESEED_WAITS_FOR_REPLICAS);
+    // MySQL with five servers waits for two acknowledgements: two other healthy replicas
+    // are needed besides the errant one.
+    let mut five = cluster(vec![
+        primary(0, "0-100-10"),
+        replica(1, 0, "0-100-10"),
+        replica(2, 0, "0-100-10"),
+        replica(3, 0, "0-100-10"),
+        replica(4, 0, "0-100-10"),
+    ]);
+    five.ack_count = 2;
+    allow_errant(&mut five);
+    errant(&mut five, 4);
+    broken(&mut five, 1, 10);
+    assert!(matches!(op(&five), Operation::Reseed { ordinal: 4, .. }), "replicas 2 and 3 acknowledge");
+    broken(&mut five, 2, 10);
+    assert!(matches!(op(&five), Operation::ConfigureReplica { ordinal: 1, .. }), "the retry goes first");
+    // Once nothing else is to be done (both receivers reconnecting), the refusal is the wait.
+    for i in [1, 2] {
+        if let Some(r) = &mut server(&mut five.members[i]).replication {
+            r.sql_running = true;
+            r.io_running = false;
+            r.io_connecting = true;
+        }
+    }
+    assert_eq!(wait_reason(&five), RESEED_WAITS_FOR_REPLICAS);
+}
+
+#[test]
+fn one_member_at_a_time() {
+    let mut five = cluster(vec![
+        primary(0, "0-100-10"),
+        replica(1, 0, "0-100-10"),
+        replica(2, 0, "0-100-10"),
+        replica(3, 0, "0-100-10"),
+        replica(4, 0, "0-100-10"),
+    ]);
+    allow_errant(&mut five);
+    errant(&mut five, 1);
+    errant(&mut five, 3);
+    assert!(
+        matches!(op(&five), Operation::Reseed { ordinal: 1, .. }),
+        "the lowest first; both are stuck, not rebuilding"
+    );
+    // Member 1 is being rebuilt: its pod terminates with the old server still answering...
+    five.members[1].pod = PodState::Terminating;
+    assert_eq!(wait_reason(&five), RESEED_WAITS_FOR_MEMBER);
+    // ...then it is gone, then an empty server not yet configured.
+    five.members[1] = down(replica(1, 0, ""), 3);
+    five.members[1].pod = PodState::Missing;
+    five.members[1].role_label = None;
+    assert_eq!(wait_reason(&five), RESEED_WAITS_FOR_MEMBER);
+    five.members[1] = replica(1, 0, "");
+    server(&mut five.members[1]).replication = None;
+    five.members[1].role_label = None;
+    assert_eq!(op(&five), Operation::ConfigureReplica { ordinal: 1, source: 0 });
+    // Replicating again (catching up counts): member 3's turn.
+    five.members[1] = replica(1, 0, "0-100-4");
+    assert!(matches!(op(&five), Operation::Reseed { ordinal: 3, .. }));
+}
+
+#[test]
+fn a_down_replica_blocks_reseeding_another() {
+    let mut o = cluster(vec![
+        primary(0, "0-100-10"),
+        replica(1, 0, "0-100-10"),
+        replica(2, 0, "0-100-10"),
+        down(replica(3, 0, "0-100-10"), 5),
+        replica(4, 0, "0-100-10"),
+    ]);
+    o.members[3].role_label = None;
+    allow_errant(&mut o);
+    errant(&mut o, 4);
+    assert_eq!(wait_reason(&o), RESEED_WAITS_FOR_MEMBER);
 }

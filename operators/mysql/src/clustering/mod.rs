@@ -5,12 +5,15 @@
 //! - [`gtid`]: GTID sets of both flavors in one shape.
 //! - [`observed`]: what one pass saw (plain data).
 //! - [`decide`]: the pure decision.
+//! - [`heal`]: what re-seeding needs: the user's opt-ins and how long replication has been
+//!   broken.
 //! - [`dataplane`]: reading and changing servers over `mysql_async`.
 //! - [`pass`]: gather and perform, without Kubernetes (the controller wraps them).
 
 pub mod dataplane;
 pub mod decide;
 pub mod gtid;
+pub mod heal;
 pub mod observed;
 pub mod pass;
 

@@ -2,7 +2,10 @@
 //! replication state. Plain data, so that [`super::decide`] is a pure function and tests
 //! build these by hand (the "fake data plane").
 
+use std::collections::BTreeSet;
+
 use super::gtid::GtidSet;
+use super::heal::Healing;
 
 /// The whole cluster as observed in one pass.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -23,6 +26,14 @@ pub struct Observed {
     pub switchover_to: Option<u32>,
     /// Every member that exists or is wanted, by ordinal.
     pub members: Vec<Member>,
+    /// Re-seeding of errant or broken replicas: allowed only when the user opted in.
+    pub heal: Healing,
+    /// `(replica, source)` pairs configured moments ago (see `RECONFIGURE_BACKOFF` in the
+    /// task): such a replica that does not replicate yet is not configured for the same
+    /// source again until the back-off ends. One whose applier keeps failing would otherwise
+    /// be reconfigured in a tight loop, an Event each time, holding up every operation
+    /// decided after it. A new source (after a failover) is never held back.
+    pub recently_configured: BTreeSet<(u32, u32)>,
 }
 
 /// One server and its pod.
@@ -89,6 +100,10 @@ pub struct Server {
     pub semi_sync_source: bool,
     /// Its replication channel, if one is configured.
     pub replication: Option<Replication>,
+    /// Connection attempts that failed and connections dropped without a proper close since
+    /// the server started (`Aborted_connects` + `Aborted_clients`), when it said: a jump is
+    /// a client or network problem the abnormality detection reports. Nothing decides on it.
+    pub connection_errors: Option<u64>,
 }
 
 /// A configured replication channel.
@@ -112,6 +127,13 @@ pub struct Replication {
     pub lag_seconds: Option<i64>,
     /// The last receiver or applier error, if any.
     pub last_error: Option<String>,
+    /// The source refused to send from this replica's position (error 1236): its binary log
+    /// does not hold the replica's last transaction. The replica has a transaction no one
+    /// else has (a primary that died before a replica received its last commit, which was
+    /// never acknowledged) or needs logs that were purged; either way, reconfiguring it
+    /// cannot help. MariaDB's positions only keep each domain's last GTID, so this is how a
+    /// replica that diverged *behind* the primary's sequence numbers is recognised.
+    pub source_refused: bool,
 }
 
 impl Server {

@@ -79,6 +79,8 @@ pub enum Effect {
     RecordPrimary(u32),
     /// Change these pods' role labels.
     Relabel(Vec<(u32, Option<Role>)>),
+    /// Delete this member's data volume, then its pod (a re-seed: Kubernetes work only).
+    Rebuild(u32),
 }
 
 /// Performs `op` on the servers of `targets`.
@@ -136,5 +138,6 @@ pub async fn perform(
             Ok(Effect::RecordPrimary(*to))
         }
         Operation::Relabel { changes } => Ok(Effect::Relabel(changes.clone())),
+        Operation::Reseed { ordinal, .. } => Ok(Effect::Rebuild(*ordinal)),
     }
 }

@@ -18,10 +18,11 @@ use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
 use super::Context;
+use super::pitr::archive_since;
 use crate::MysqlOperator;
-use crate::api::{MySQLBackup, MySQLBackupStatus, MySQLCluster};
-use crate::build::jobs::{JobParams, job};
-use crate::build::secret::BACKUP_KEY;
+use crate::api::{BinlogArchiveStatus, MySQLBackup, MySQLBackupStatus, MySQLCluster};
+use crate::build::jobs::{BinlogWork, JobParams, job};
+use crate::build::secret::{BACKUP_KEY, REPLICATION_KEY};
 use crate::build::{MYSQL_PORT, Names, ordinal_of};
 use crate::flavor::BACKUP_USER;
 use crate::jobs::BackupReport;
@@ -140,11 +141,27 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
         ));
     };
     let host = names.pod_host(ordinal);
+    // Binary logs for point-in-time recovery: the primary's, from the previous backup on.
+    let backups: Api<MySQLBackup> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let listed = backups.list(&Default::default()).await.map_err(|e| Error::kube("listing the backups", e))?;
+    let policy = cluster.spec.backup.as_ref().map(|b| &b.location);
+    let since = archive_since(&listed.items, &names.cluster, &location, policy);
+    let primary_host = cluster_status
+        .current_primary
+        .as_deref()
+        .and_then(|p| ordinal_of(&names.cluster, p))
+        .map(|o| names.pod_host(o));
+    let secret = names.secret();
+    let binlogs = match (&since, &primary_host) {
+        (Some(since), Some(host)) => {
+            Some(BinlogWork::Archive { host, since, password_secret: (&secret, REPLICATION_KEY) })
+        }
+        _ => None,
+    };
     let created = created_at(&backup.metadata).unwrap_or_else(Utc::now);
     let key = object_key(&names.cluster, &name, created);
     let image = operator_image(MysqlOperator::NAME)
         .ok_or_else(|| Error::Permanent("the operator does not know its own image".into()))?;
-    let secret = names.secret();
     let desired = job(&JobParams {
         name: &job_name,
         namespace: &rt.namespace,
@@ -160,11 +177,17 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
         location: &location,
         key: &key,
         sha256: None,
+        binlogs,
     });
     let mut applier = Applier::new(rt.client.clone(), rt.field_manager, backup, &rt.apply_cache)?;
     applier.apply(desired).await?;
     status.start_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
-    let msg = format!("dumping {} to bucket {} key {key}", source.name, location.bucket);
+    let archive = match (since, primary_host) {
+        (Some(since), Some(host)) => format!("; then archiving {host}'s binary logs after {since}"),
+        (None, _) => "; no binary logs archived (no earlier backup in this store to roll forward)".into(),
+        (Some(_), None) => "; no binary logs archived (no primary recorded)".into(),
+    };
+    let msg = format!("dumping {} to bucket {} key {key}{archive}", source.name, location.bucket);
     finish(status, backup, RUNNING, "JobStarted", &msg);
     rt.events.normal(backup, "BackupStarted", "Backup", msg).await;
     Ok(Action::requeue(POLL))
@@ -185,8 +208,28 @@ async fn observe_job(backup: &MySQLBackup, ctx: &Context, job: &Job, status: &mu
             status.gtid_position = Some(report.gtid.clone());
             status.start_time = Some(object.started_at.clone());
             status.completion_time = Some(object.finished_at.clone());
-            let msg = format!("{} bytes at {}, GTID position {}", object.bytes, object.url, report.gtid);
+            status.binlogs = report.binlogs.as_ref().map(|b| BinlogArchiveStatus {
+                prefix: b.prefix.clone(),
+                files: i64::from(b.files),
+                size: i64::try_from(b.bytes).unwrap_or(i64::MAX),
+                from_gtid_position: b.from_gtid.clone(),
+                until: b.until.clone(),
+            });
+            let archived = match (&report.binlogs, &report.binlog_error) {
+                (Some(b), _) => {
+                    format!("; {} binary log file(s) ({} bytes) archived from {}", b.files, b.bytes, b.from_gtid)
+                }
+                (None, Some(e)) => format!("; binary logs NOT archived: {e}"),
+                (None, None) => String::new(),
+            };
+            let msg = format!("{} bytes at {}, GTID position {}{archived}", object.bytes, object.url, report.gtid);
             finish(status, backup, SUCCEEDED, "BackupStored", &msg);
+            if let Some(e) = &report.binlog_error {
+                let warning = format!(
+                    "binary logs not archived, so no point-in-time restore can reach past this backup from the previous one: {e}"
+                );
+                rt.events.warning(backup, "BinlogsNotArchived", "Backup", warning).await;
+            }
             ctx.servers.backup_finished(&backup.spec.cluster_name, true);
             if let Some(done) = completed_at(status) {
                 ctx.servers.backup_succeeded(&backup.spec.cluster_name, done);

@@ -9,6 +9,7 @@ use statecraft_shared::metrics::{BackupMetrics, ClusterFamily, PhaseGauge};
 
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::observed::Observed;
+use crate::insight::{Abnormality, Kind};
 
 /// Every phase a cluster can report, so exactly one `cluster_phase` series is 1.
 const PHASES: [Health; 7] = [
@@ -29,6 +30,7 @@ pub struct ServerMetrics {
     lag: ClusterFamily<GaugeVec>,
     transactions: ClusterFamily<IntGaugeVec>,
     errant: ClusterFamily<IntGaugeVec>,
+    abnormality: ClusterFamily<IntGaugeVec>,
     semi_sync: ClusterFamily<IntGaugeVec>,
     phase: PhaseGauge,
     operations: ClusterFamily<IntCounterVec>,
@@ -80,13 +82,18 @@ impl ServerMetrics {
                     &["cluster", "operation", "result"],
                 )?,
             )?,
+            abnormality: gauge(
+                "member_abnormality",
+                "1 while the operator's abnormality detection finds the member abnormal, by kind.",
+                &["cluster", "member", "kind"],
+            )?,
             backups: BackupMetrics::register(registry)?,
         })
     }
 
     /// The per-member gauges whose values are integers.
-    fn member_gauges(&self) -> [&ClusterFamily<IntGaugeVec>; 5] {
-        [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant]
+    fn member_gauges(&self) -> [&ClusterFamily<IntGaugeVec>; 6] {
+        [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant, &self.abnormality]
     }
 
     /// Records one pass's observation and decision of `cluster` (pod names `<cluster>-<n>`).
@@ -120,6 +127,15 @@ impl ServerMetrics {
         self.phase.set(cluster, d.health.as_str());
     }
 
+    /// Records the abnormalities the detector raised on `member` now: 1 for those found, 0
+    /// for every other kind (so that an alert resolves when its finding clears).
+    pub fn abnormalities(&self, cluster: &str, member: &str, found: &[Abnormality]) {
+        for kind in Kind::ALL {
+            let active = found.iter().any(|a| a.kind == kind);
+            self.abnormality.with(&[cluster, member, kind.reason()]).set(i64::from(active));
+        }
+    }
+
     /// Counts a performed operation.
     pub fn operation(&self, cluster: &str, op: &Operation, ok: bool) {
         let kind = match op {
@@ -131,6 +147,7 @@ impl ServerMetrics {
             Operation::Promote { .. } => "failover",
             Operation::Switchover { .. } => "switchover",
             Operation::Relabel { .. } => "relabel",
+            Operation::Reseed { .. } => "reseed",
             Operation::Nothing | Operation::Wait { .. } => return,
         };
         self.operations.with(&[cluster, kind, if ok { "success" } else { "error" }]).inc();
@@ -189,6 +206,7 @@ mod tests {
                 executed: GtidSet::parse(Flavor::Mariadb, "0-100-42").unwrap(),
                 semi_sync_source: false,
                 replication: None,
+                connection_errors: None,
             }),
             unreachable_passes: 0,
         };
@@ -225,7 +243,16 @@ mod tests {
         two.members.push(second);
         two.replicas = 2;
         m.observe("db", &two, &decide(&two));
-        assert!(render(&registry).contains(r#"member_up{cluster="db",member="db-1"} 1"#));
+        let lag =
+            Abnormality { member: "db-1".into(), kind: Kind::ReplicationLagSpike, message: String::new(), new: true };
+        m.abnormalities("db", "db-1", &[lag]);
+        let text = render(&registry);
+        assert!(text.contains(r#"member_up{cluster="db",member="db-1"} 1"#));
+        assert!(
+            text.contains(r#"member_abnormality{cluster="db",kind="ReplicationLagSpike",member="db-1"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"member_abnormality{cluster="db",kind="ConnectionErrorSpike",member="db-1"} 0"#));
         m.observe("db", &o, &d);
         assert!(!render(&registry).contains(r#"member="db-1""#), "scaled-away member still exported");
         m.forget("db");

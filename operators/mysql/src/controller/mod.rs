@@ -8,11 +8,15 @@
 //! - [`restore`]: creates the target cluster of a MySQLRestore and loads the backup into it.
 //! - [`scheduled`]: backups on the cluster's schedule, and their retention.
 //! - [`metrics`]: the servers' state as Prometheus metrics, from the task's observations.
+//! - [`reseed`]: re-seeding a replica (its claim and pod deleted) and the status record
+//!   until it serves again.
 //! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
 pub mod backup;
 pub mod metrics;
+pub mod pitr;
 pub mod reconcile;
+pub mod reseed;
 pub mod restore;
 pub mod scheduled;
 pub mod task;

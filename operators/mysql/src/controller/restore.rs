@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::controller::Action;
@@ -22,9 +24,10 @@ use statecraft_shared::{Error, Result};
 
 use super::Context;
 use super::backup::object_key;
+use super::pitr::{NoReplay, Replay, covering_archive};
 use crate::MysqlOperator;
 use crate::api::{MySQLBackup, MySQLCluster, MySQLRestore, MySQLRestoreStatus};
-use crate::build::jobs::{JobParams, job};
+use crate::build::jobs::{BinlogWork, JobParams, job};
 use crate::build::secret::ROOT_KEY;
 use crate::build::{MYSQL_PORT, Names};
 use crate::flavor::ROOT_USER;
@@ -36,6 +39,8 @@ pub const RESTORING: &str = "Restoring";
 pub const RESTORED_BY_ANNOTATION: &str = "mysql.statecraft.io/restored-by";
 
 const POLL: Duration = Duration::from_secs(5);
+/// How often a point-in-time restore looks for a backup that archived far enough.
+const BINLOG_POLL: Duration = Duration::from_secs(30);
 
 /// The restore Job of restore `name`.
 pub fn job_name(name: &str) -> String {
@@ -116,15 +121,45 @@ async fn source(
     Ok(Ok((location, object_key(&backup.spec.cluster_name, &name, created), status.sha256)))
 }
 
+/// The archive that rolls the restore's backup forward to `at`; `Ok(Err(why))` while no
+/// backup has archived that far yet.
+async fn point_in_time(
+    restore: &MySQLRestore,
+    ctx: &Context,
+    at: &str,
+    location: &S3Location,
+) -> Result<std::result::Result<Replay, String>> {
+    let at = DateTime::parse_from_rfc3339(at)
+        .map_err(|e| Error::invalid_spec("spec.pointInTime", format!("{at:?}: {e}")))?
+        .with_timezone(&Utc);
+    let backups: Api<MySQLBackup> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
+    let name = restore.spec.backup_name.clone().unwrap_or_default();
+    let Some(base) = backups.get_opt(&name).await.map_err(|e| Error::kube("reading the backup", e))? else {
+        return Err(Error::invalid_spec("spec.backupName", format!("MySQLBackup {name} does not exist")));
+    };
+    let listed = backups.list(&Default::default()).await.map_err(|e| Error::kube("listing the backups", e))?;
+    // Backups without a location of their own are in the store the base's was resolved to
+    // (its cluster's policy) when the base has none either.
+    let policy = if base.spec.location.is_none() {
+        Some(location.clone())
+    } else {
+        let clusters: Api<MySQLCluster> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
+        clusters
+            .get_opt(&base.spec.cluster_name)
+            .await
+            .map_err(|e| Error::kube("reading the backed-up cluster", e))?
+            .and_then(|c| c.spec.backup.map(|b| b.location))
+    };
+    match covering_archive(&listed.items, &base, at, policy.as_ref()) {
+        Ok(r) => Ok(Ok(r)),
+        Err(NoReplay::Wait(why)) => Ok(Err(why)),
+        Err(NoReplay::Invalid(why)) => Err(Error::invalid_spec("spec.pointInTime", why)),
+    }
+}
+
 async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreStatus) -> Result<Action> {
     let rt = &ctx.rt;
     let valid = validate_restore(&restore.spec)?;
-    if restore.spec.point_in_time.is_some() {
-        return Err(Error::invalid_spec(
-            "spec.pointInTime",
-            "point-in-time recovery needs archived binary logs, which this operator version does not archive yet",
-        ));
-    }
     let name = restore.name_any();
     let target = &restore.spec.target.name;
     let (location, key, sha256) = match source(restore, ctx).await? {
@@ -134,6 +169,17 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
             return Ok(Action::requeue(POLL));
         }
     };
+    let replay = match &restore.spec.point_in_time {
+        None => None,
+        Some(at) => match point_in_time(restore, ctx, at, &location).await? {
+            Ok(r) => Some(r),
+            Err(waiting) => {
+                set(status, restore, PENDING, "WaitingForBinlogs", &waiting);
+                return Ok(Action::requeue(BINLOG_POLL));
+            }
+        },
+    };
+    status.binlogs_from = replay.as_ref().map(|r| r.backup.clone());
 
     // The target: created here, or already ours; anything else is refused.
     let clusters: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
@@ -221,10 +267,20 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
         location: &location,
         key: &key,
         sha256: sha256.as_deref(),
+        binlogs: replay.as_ref().map(|r| BinlogWork::Replay {
+            prefix: &r.archive.prefix,
+            files: u32::try_from(r.archive.files).unwrap_or(0),
+            start: &r.start,
+            stop: restore.spec.point_in_time.as_deref().unwrap_or_default(),
+        }),
     });
     let mut applier = Applier::new(rt.client.clone(), rt.field_manager, restore, &rt.apply_cache)?;
     applier.apply(desired).await?;
-    let msg = format!("loading {key} into {target} through {}", names.read_write_service());
+    let rolled = match (&replay, &restore.spec.point_in_time) {
+        (Some(r), Some(at)) => format!(", then replaying MySQLBackup {}'s binary logs until {at}", r.backup),
+        _ => String::new(),
+    };
+    let msg = format!("loading {key} into {target} through {}{rolled}", names.read_write_service());
     set(status, restore, RESTORING, "JobStarted", &msg);
     rt.events.normal(restore, "RestoreStarted", "Restore", msg).await;
     Ok(Action::requeue(POLL))

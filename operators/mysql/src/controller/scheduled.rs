@@ -13,6 +13,7 @@ use statecraft_shared::s3::S3Location;
 use super::Context;
 use super::backup::object_key;
 use crate::api::{MySQLBackup, MySQLBackupSpec, MySQLCluster};
+use crate::backup::binlog_prefix;
 use crate::build::jobs::CLUSTER_LABEL;
 
 /// Label on the MySQLBackups the schedule creates.
@@ -34,6 +35,12 @@ impl ScheduledBackup for MySQLBackup {
     fn object_key(&self) -> Option<String> {
         let created = created_at(&self.metadata)?;
         Some(object_key(&self.spec.cluster_name, self.metadata.name.as_deref()?, created))
+    }
+
+    /// The binary logs archived with the backup: they roll the previous backup forward,
+    /// which expired before this one.
+    fn companion_prefix(key: &str) -> Option<String> {
+        Some(binlog_prefix(key))
     }
 }
 
@@ -60,5 +67,10 @@ mod tests {
         b.metadata.creation_timestamp = Some(Time(Timestamp::from_second(t.timestamp()).unwrap()));
         assert_eq!(b.object_key().as_deref(), Some("db/20261130T030001Z-db-20261130-0300.sql"));
         assert_eq!(b.location(), None);
+        let key = b.object_key().unwrap();
+        assert_eq!(
+            MySQLBackup::companion_prefix(&key).as_deref(),
+            Some("_binlogs/db/20261130T030001Z-db-20261130-0300/")
+        );
     }
 }

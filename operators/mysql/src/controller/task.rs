@@ -3,8 +3,9 @@
 //! operation, and writes the status. It is the only writer of the status of a valid cluster
 //! and of the pods' role labels, so those never race.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -19,15 +20,16 @@ use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
 
 use super::reconcile::recorded_primary;
-use super::scheduled;
 use super::upgrade::{self, Gates};
 use super::{Context, SWITCHOVER_ANNOTATION};
+use super::{reseed, scheduled};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
 use crate::build::jobs::{CLUSTER_LABEL, KIND_LABEL};
 use crate::build::secret::Passwords;
 use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
 use crate::clustering::decide::{Decision, Health, Operation, Role, decide};
+use crate::clustering::heal::BrokenClock;
 use crate::clustering::observed::{Member, Observed, PodState};
 use crate::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use crate::flavor::sql;
@@ -50,12 +52,22 @@ enum Next {
 #[derive(Default)]
 struct Memory {
     streaks: Streaks,
+    /// Since when each replica's replication has been broken (for `spec.autoHeal`).
+    broken: BrokenClock,
     /// The last backup slot handled by the schedule.
     backup_slot: Option<chrono::DateTime<Utc>>,
     /// The last wait reason published as an Event, so a long wait is one Event, not one a
     /// second.
     last_wait: Option<&'static str>,
+    /// Each member's recent behaviour, for abnormality detection.
+    insight: crate::insight::Monitor,
+    /// When each `(replica, source)` pair was last configured (for [`RECONFIGURE_BACKOFF`]).
+    configured: BTreeMap<(u32, u32), Instant>,
 }
+
+/// How long a replica just configured is given before it is configured again, if it still
+/// does not replicate: long enough for a connection attempt, short next to a failover.
+const RECONFIGURE_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone.
 pub async fn run(
@@ -141,6 +153,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(name, r));
 
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
+    let broken_for = memory.broken.observe(&members, recorded, Instant::now());
     let observed = Observed {
         replicas,
         paused: cluster.spec.paused,
@@ -149,6 +162,11 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         recorded_primary: recorded,
         switchover_to,
         members,
+        heal: reseed::healing(&cluster.spec, broken_for),
+        recently_configured: {
+            memory.configured.retain(|_, at| at.elapsed() < RECONFIGURE_BACKOFF);
+            memory.configured.keys().copied().collect()
+        },
     };
     let decision = decide(&observed);
     ctx.servers.observe(name, &observed, &decision);
@@ -168,14 +186,27 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             memory.last_wait = None;
             let (reason, note) = describe(op, &names);
             info!(cluster = %name, operation = ?op, "clustering operation");
+            let started = Instant::now();
             let result = perform(&dp, op, &observed, &targets, observed.ack_count).await;
+            info!(cluster = %name, ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "clustering operation performed");
             ctx.servers.operation(name, op, result.is_ok());
             match result {
                 Ok(effect) => {
-                    rt.events.normal(&cluster, reason, "Clustering", note).await;
+                    match member_of(op) {
+                        Some(m) => {
+                            rt.events.normal_about_pod(&cluster, &names.pod(m), reason, "Clustering", note).await
+                        }
+                        None => rt.events.normal(&cluster, reason, "Clustering", note).await,
+                    }
                     apply_effect(&pods, &names, effect, &mut new_status).await?;
                     if let (Operation::Switchover { .. }, Some(r)) = (op, &request) {
                         new_status.handled_switchover = Some(r.clone());
+                    }
+                    if let Operation::ConfigureReplica { ordinal, source } = op {
+                        memory.configured.insert((*ordinal, *source), Instant::now());
+                    }
+                    if let Operation::Reseed { ordinal, why } = op {
+                        reseed::started(&mut new_status, &names, *ordinal, why);
                     }
                     next = Next::Now;
                 }
@@ -192,6 +223,10 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         && new_status.handled_switchover.as_ref() != Some(r)
     {
         new_status.handled_switchover = Some(r.clone());
+    }
+    if let Some(done) = reseed::finished(&mut new_status, &names, &decision) {
+        let note = format!("{} was re-seeded ({}) and serves again", done.member, done.reason);
+        rt.events.normal(&cluster, reseed::RESEEDED, "Clustering", note).await;
     }
 
     // A new revision of the StatefulSet is rolled only when the clustering has nothing to do.
@@ -235,6 +270,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
 
     let version = valid.as_ref().map(|v| v.version.to_string());
     fill_status(&mut new_status, &cluster, &names, &observed, &decision, version.as_deref(), roll.as_ref());
+    memory.insight.observe(ctx, &cluster, &observed, &mut new_status).await;
     // The reconciler's verdict on the spec stands: Ready stays False until it is fixed.
     if let Some((reason, message)) = spec_problem {
         set_condition(
@@ -331,6 +367,21 @@ fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
 }
 
 /// Event reason and note of an operation.
+/// The member an operation is about, named in its Event as the related object (so that the
+/// same operation on two members makes two Events, not one folded series).
+fn member_of(op: &Operation) -> Option<u32> {
+    match op {
+        Operation::Bootstrap { primary: ordinal }
+        | Operation::MakeWritable { ordinal }
+        | Operation::Demote { ordinal }
+        | Operation::ConfigureReplica { ordinal, .. }
+        | Operation::Promote { ordinal, .. }
+        | Operation::Switchover { to: ordinal, .. }
+        | Operation::Reseed { ordinal, .. } => Some(*ordinal),
+        Operation::Nothing | Operation::Wait { .. } | Operation::Fence { .. } | Operation::Relabel { .. } => None,
+    }
+}
+
 fn describe(op: &Operation, names: &Names) -> (&'static str, String) {
     match op {
         Operation::Bootstrap { primary } => ("Bootstrap", format!("{} is the first primary", names.pod(*primary))),
@@ -357,6 +408,15 @@ fn describe(op: &Operation, names: &Names) -> (&'static str, String) {
         Operation::Switchover { from, to } => {
             ("Switchover", format!("primary moves from {} to {}", names.pod(*from), names.pod(*to)))
         }
+        Operation::Reseed { ordinal, why } => (
+            "Reseed",
+            format!(
+                "re-seeding {}: {}; its volume {} and pod are deleted and the new, empty server copies the primary's data through replication",
+                names.pod(*ordinal),
+                why.describe(),
+                names.data_claim(*ordinal)
+            ),
+        ),
         Operation::Relabel { changes } => (
             "Relabel",
             changes
@@ -373,6 +433,7 @@ async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &m
     match effect {
         Effect::None => {}
         Effect::RecordPrimary(i) => status.current_primary = Some(names.pod(i)),
+        Effect::Rebuild(i) => reseed::rebuild(pods.clone().into_client(), names, i).await?,
         Effect::Relabel(changes) => {
             for (i, role) in changes {
                 let body = serde_json::json!({"metadata": {"labels": {ROLE_LABEL: role.map(Role::label)}}});
@@ -449,6 +510,10 @@ fn fill_status(
     match roll.filter(|_| !operating) {
         Some(action) if rolling => {
             set_condition(c, ConditionType::Progressing, true, action.reason(), &action.message(), generation);
+        }
+        // A re-seeded replica rebuilding: no operation of its own, but progress all the same.
+        _ if !operating && let Some(r) = &status.reseeding => {
+            set_condition(c, ConditionType::Progressing, true, reseed::RESEEDING, &reseed::message(r), generation);
         }
         _ => {
             set_condition(

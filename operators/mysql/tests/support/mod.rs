@@ -20,9 +20,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mysql_async::Conn;
+use mysql_async::prelude::Queryable;
 use statecraft_mysql::api::{Flavor, MySQLClusterSpec, SemiSync, ServiceOptions, Storage, UpgradeStrategy};
 use statecraft_mysql::build::config::{SERVER_ID_BASE, server_settings};
-use statecraft_mysql::flavor::AccountPasswords;
+use statecraft_mysql::flavor::{self, AccountPasswords, OPERATOR_USER, accounts_init_sql};
 use statecraft_mysql::validate::validate;
 
 /// How long a server may take to accept connections.
@@ -135,6 +137,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         paused: false,
         stopped: false,
         upgrade_strategy: UpgradeStrategy::default(),
+        auto_heal: Default::default(),
     }
 }
 
@@ -374,6 +377,15 @@ impl MariaDb {
         self.spawn_and_wait().await
     }
 
+    /// What a re-seed does to a pod: the server stops, its data directory is replaced by a
+    /// new, empty one (same port, settings and init file), and it starts again.
+    pub async fn wipe(&mut self) -> Result<(), HarnessError> {
+        self.kill();
+        fs::remove_dir_all(self.data_dir()).map_err(io_err("removing the data directory"))?;
+        self.install_db().await?;
+        self.spawn_and_wait().await
+    }
+
     /// Whether the process is alive.
     pub fn is_running(&mut self) -> bool {
         match self.child.as_mut() {
@@ -448,4 +460,22 @@ fn read_from(path: &Path, offset: u64) -> io::Result<String> {
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A server of a three-server cluster, as a pod gets it: the operator's settings and init
+/// file (its accounts, with [`passwords`]).
+pub async fn start_server(ordinal: u32) -> MariaDb {
+    let init = accounts_init_sql(flavor::sql(Flavor::Mariadb), &passwords());
+    MariaDb::start(ordinal, &mariadb_settings(3), init.expose()).await.expect("start mariadbd")
+}
+
+/// A connection to `server` as the operator's account.
+pub async fn operator_conn(server: &MariaDb) -> Result<Conn, mysql_async::Error> {
+    Conn::new(server.opts(OPERATOR_USER, passwords().operator)).await
+}
+
+/// The first column of the first row `sql` returns, as text; empty for no row or NULL.
+pub async fn first_value(conn: &mut Conn, sql: &str) -> Result<String, mysql_async::Error> {
+    let v: Option<Option<String>> = conn.query_first(sql).await?;
+    Ok(v.flatten().unwrap_or_default())
 }

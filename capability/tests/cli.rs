@@ -103,14 +103,14 @@ fn the_report_confirms_from_current_evidence_and_gates_on_the_level() {
     assert_eq!(op["level"], 1, "{}", serde_json::to_string_pretty(&op["levels"]).unwrap());
     assert_eq!(op["earned_capabilities"], "Basic Install");
     assert_eq!(op["levels"][0]["status"], "confirmed");
-    assert_eq!(op["levels"][1]["status"], "partial", "L2.adoption is not claimed");
+    assert_eq!(op["levels"][1]["status"], "partial", "L2.adoption has no evidence here");
     assert_eq!(op["levels"][2]["status"], "failed");
     assert_eq!(criterion(op, "L1.install")["status"], "confirmed");
     assert_eq!(criterion(op, "L1.install")["evidence"][0]["test"], "mysql_cluster_becomes_ready_and_fails_over");
     assert_eq!(criterion(op, "L3.backup")["status"], "failed");
     assert_eq!(criterion(op, "L3.switchover")["status"], "claimed-unproven");
     assert_eq!(criterion(op, "L3.switchover")["evidence"][0]["current"], false);
-    assert_eq!(criterion(op, "L2.adoption")["status"], "not-claimed");
+    assert_eq!(criterion(op, "L2.adoption")["status"], "claimed-unproven");
     assert_eq!(criterion(op, "L5.auto-scaling")["status"], "not-claimed");
     assert_eq!(criterion(op, "L5.auto-healing")["status"], "claimed-unproven", "claimed, no evidence here");
     assert_eq!(criterion(op, "L3.pdb")["status"], "confirmed", "the sample's StatefulSet has its PDB");

@@ -806,13 +806,18 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
     })
     .await?;
     let first = first[0].clone();
-    let (second, _) = wait_until(Duration::from_secs(200), "a second scheduled backup succeeded", || async {
-        let (names, total) = succeeded().await?;
-        names.into_iter().find(|n| *n != first).map(|n| (n, total))
-    })
-    .await?;
-    let archive =
-        backups.get(&second).await?.status.and_then(|s| s.binlogs).ok_or("the second archived binary logs")?;
+    // A later backup archives the binary logs since the newest success before it (two
+    // slots whose backups overlap both find none).
+    let (second, archive) =
+        wait_until(Duration::from_secs(200), "a later scheduled backup archived binary logs", || async {
+            let list = backups.list(&Default::default()).await.ok()?;
+            list.items.iter().find_map(|b| {
+                let s = b.status.as_ref()?;
+                (s.phase.as_deref() == Some("Succeeded") && b.name_any() != first)
+                    .then(|| s.binlogs.clone().map(|a| (b.name_any(), a)))?
+            })
+        })
+        .await?;
     let archive_dir = s3.root().join("scheduled/e2e").join(archive.prefix.trim_end_matches('/'));
     assert_eq!(std::fs::read_dir(&archive_dir)?.count() as i64, archive.files, "the archive is in S3");
     let (kept, total) =

@@ -51,14 +51,20 @@ impl ClientConnection {
     /// `localhost` (which would otherwise mean the Unix socket), and utf8mb4 so that no
     /// character is lost between server, client and file.
     fn flags(&self) -> Vec<String> {
+        let mut flags = self.connection_flags();
+        flags.extend(["--default-character-set=utf8mb4".into(), format!("--max-allowed-packet={MAX_ALLOWED_PACKET}")]);
+        flags
+    }
+
+    /// The part of [`Self::flags`] every client program takes, `mariadb-binlog` included
+    /// (it has no character set or packet size options).
+    fn connection_flags(&self) -> Vec<String> {
         vec![
             "--no-defaults".into(),
             format!("--host={}", self.host),
             format!("--port={}", self.port),
             "--protocol=TCP".into(),
             format!("--user={}", self.user),
-            "--default-character-set=utf8mb4".into(),
-            format!("--max-allowed-packet={MAX_ALLOWED_PACKET}"),
         ]
     }
 }
@@ -236,17 +242,13 @@ pub fn binlog_fetch_command(
 ) -> Result<ClientCommand, BackupError> {
     match flavor {
         Flavor::Mariadb => {
-            let args = vec![
-                "--no-defaults".into(),
-                format!("--host={}", conn.host),
-                format!("--port={}", conn.port),
-                "--protocol=TCP".into(),
-                format!("--user={}", conn.user),
+            let mut args = conn.connection_flags();
+            args.extend([
                 "--read-from-remote-server".into(),
                 "--raw".into(),
                 format!("--result-file={}/", dir.trim_end_matches('/')),
                 file.into(),
-            ];
+            ]);
             Ok(ClientCommand::new("mariadb-binlog", args, conn.password.clone()))
         }
         Flavor::Mysql => Err(unsupported(flavor)),

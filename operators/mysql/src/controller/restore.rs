@@ -78,13 +78,22 @@ fn set(status: &mut MySQLRestoreStatus, restore: &MySQLRestore, phase: &str, rea
     set_condition(&mut status.conditions, ConditionType::Ready, ok, reason, message, restore.metadata.generation);
 }
 
-/// Where the backup is: the store, the key and the expected SHA-256.
-async fn source(
-    restore: &MySQLRestore,
-    ctx: &Context,
-) -> Result<std::result::Result<(S3Location, String, Option<String>), String>> {
+/// Where the backup is.
+struct Source {
+    /// The store.
+    location: S3Location,
+    /// The object's key.
+    key: String,
+    /// Its expected SHA-256, when a MySQLBackup recorded it.
+    sha256: Option<String>,
+    /// The MySQLBackup that describes it, unless the restore names an object directly.
+    backup: Option<MySQLBackup>,
+}
+
+/// Where the restore's backup is; `Ok(Err(why))` while it has not succeeded yet.
+async fn source(restore: &MySQLRestore, ctx: &Context) -> Result<std::result::Result<Source, String>> {
     if let Some(loc) = &restore.spec.location {
-        return Ok(Ok((loc.store.clone(), loc.key.clone(), None)));
+        return Ok(Ok(Source { location: loc.store.clone(), key: loc.key.clone(), sha256: None, backup: None }));
     }
     let name = restore.spec.backup_name.clone().unwrap_or_default();
     let backups: Api<MySQLBackup> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
@@ -118,13 +127,14 @@ async fn source(
     };
     let created = created_at(&backup.metadata)
         .ok_or_else(|| Error::Permanent(format!("MySQLBackup {name} has no creation time")))?;
-    Ok(Ok((location, object_key(&backup.spec.cluster_name, &name, created), status.sha256)))
+    let key = object_key(&backup.spec.cluster_name, &name, created);
+    Ok(Ok(Source { location, key, sha256: status.sha256, backup: Some(backup) }))
 }
 
-/// The archive that rolls the restore's backup forward to `at`; `Ok(Err(why))` while no
-/// backup has archived that far yet.
+/// The archive that rolls `base` (stored in `location`) forward to `at`; `Ok(Err(why))`
+/// while no backup has archived that far yet.
 async fn point_in_time(
-    restore: &MySQLRestore,
+    base: &MySQLBackup,
     ctx: &Context,
     at: &str,
     location: &S3Location,
@@ -133,10 +143,6 @@ async fn point_in_time(
         .map_err(|e| Error::invalid_spec("spec.pointInTime", format!("{at:?}: {e}")))?
         .with_timezone(&Utc);
     let backups: Api<MySQLBackup> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
-    let name = restore.spec.backup_name.clone().unwrap_or_default();
-    let Some(base) = backups.get_opt(&name).await.map_err(|e| Error::kube("reading the backup", e))? else {
-        return Err(Error::invalid_spec("spec.backupName", format!("MySQLBackup {name} does not exist")));
-    };
     let listed = backups.list(&Default::default()).await.map_err(|e| Error::kube("listing the backups", e))?;
     // Backups without a location of their own are in the store the base's was resolved to
     // (its cluster's policy) when the base has none either.
@@ -150,7 +156,7 @@ async fn point_in_time(
             .map_err(|e| Error::kube("reading the backed-up cluster", e))?
             .and_then(|c| c.spec.backup.map(|b| b.location))
     };
-    match covering_archive(&listed.items, &base, at, policy.as_ref()) {
+    match covering_archive(&listed.items, base, at, policy.as_ref()) {
         Ok(r) => Ok(Ok(r)),
         Err(NoReplay::Wait(why)) => Ok(Err(why)),
         Err(NoReplay::Invalid(why)) => Err(Error::invalid_spec("spec.pointInTime", why)),
@@ -162,16 +168,20 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
     let valid = validate_restore(&restore.spec)?;
     let name = restore.name_any();
     let target = &restore.spec.target.name;
-    let (location, key, sha256) = match source(restore, ctx).await? {
+    let Source { location, key, sha256, backup } = match source(restore, ctx).await? {
         Ok(s) => s,
         Err(waiting) => {
             set(status, restore, PENDING, "WaitingForBackup", &waiting);
             return Ok(Action::requeue(POLL));
         }
     };
-    let replay = match &restore.spec.point_in_time {
-        None => None,
-        Some(at) => match point_in_time(restore, ctx, at, &location).await? {
+    let replay = match (&restore.spec.point_in_time, &backup) {
+        (None, _) => None,
+        // Validation requires backupName with pointInTime, so an explicit object has none.
+        (Some(_), None) => {
+            return Err(Error::invalid_spec("spec.pointInTime", "needs spec.backupName"));
+        }
+        (Some(at), Some(base)) => match point_in_time(base, ctx, at, &location).await? {
             Ok(r) => Some(r),
             Err(waiting) => {
                 set(status, restore, PENDING, "WaitingForBinlogs", &waiting);

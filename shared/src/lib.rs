@@ -10,6 +10,7 @@
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
 //! - [`insight`]: abnormality detection: a member's figures judged against its own recent
 //!   past (rolling baselines, spikes above a multiple of them, events in a sliding window).
+//! - [`autoscale`]: when a metric has asked long enough for a resize, and to which size.
 //! - [`backup`]: what backups share across operators: the policy (schedule, retention),
 //!   cron slots, the Job that runs a backup and its report, scheduled backups.
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
@@ -19,6 +20,7 @@
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
 
 pub mod apply;
+pub mod autoscale;
 pub mod backup;
 pub mod cli;
 pub mod deploy;

@@ -56,6 +56,19 @@ pub fn set_condition(
     message: &str,
     observed_generation: Option<i64>,
 ) -> bool {
+    set_custom_condition(conditions, &type_.to_string(), status, reason, message, observed_generation)
+}
+
+/// Sets a condition of an operator's own type beside the four standard ones (such as
+/// `Abnormal` or `AutoScaling`), with the same rules as [`set_condition`].
+pub fn set_custom_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    observed_generation: Option<i64>,
+) -> bool {
     let status = if status { "True" } else { "False" };
     let type_ = type_.to_string();
     if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == type_) {
@@ -84,6 +97,13 @@ pub fn set_condition(
         last_transition_time: Time(Timestamp::now()),
     });
     true
+}
+
+/// Removes condition `type_` (a feature switched off); returns whether it was there.
+pub fn remove_condition(conditions: &mut Vec<Condition>, type_: &str) -> bool {
+    let before = conditions.len();
+    conditions.retain(|c| c.type_ != type_);
+    conditions.len() != before
 }
 
 /// Whether condition `type_` is present and `True`.

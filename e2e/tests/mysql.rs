@@ -71,9 +71,19 @@ async fn primary_opts(
     ns: &str,
     name: &str,
 ) -> Result<Opts, Box<dyn std::error::Error + Send + Sync>> {
+    service_opts(cluster, ns, &format!("{name}-primary"), name).await
+}
+
+/// Connection options for `root` of cluster `name` through Service `service`'s cluster IP.
+async fn service_opts(
+    cluster: &Cluster,
+    ns: &str,
+    service: &str,
+    name: &str,
+) -> Result<Opts, Box<dyn std::error::Error + Send + Sync>> {
     let services: Api<Service> = Api::namespaced(cluster.client.clone(), ns);
-    let svc = services.get(&format!("{name}-primary")).await?;
-    let ip = svc.spec.and_then(|s| s.cluster_ip).ok_or("read-write Service has no cluster IP")?;
+    let svc = services.get(service).await?;
+    let ip = svc.spec.and_then(|s| s.cluster_ip).ok_or_else(|| format!("Service {service} has no cluster IP"))?;
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), ns);
     let secret = secrets.get(&format!("{name}-passwords")).await?;
     let root = secret.data.and_then(|d| d.get("root-password").map(|v| v.0.clone())).ok_or("no root-password")?;
@@ -216,6 +226,26 @@ impl Db {
         self.cluster.kubectl_with_input(&["apply", "-n", &self.ns.name, "-f", "-"], Some(&creds.to_string()))
     }
 
+    /// Waits until `n` ready endpoints are behind the read-only Service: its clients reach
+    /// that many replicas (their readiness probes pass).
+    async fn replica_endpoints(&self, n: usize) -> Result<(), statecraft_e2e::E2eError> {
+        let service = format!("kubernetes.io/service-name={}-replicas", self.name);
+        wait_until(Duration::from_secs(60), &format!("{n} ready endpoints behind the read-only Service"), || async {
+            let ready = self
+                .kubectl(&[
+                    "get",
+                    "endpointslices",
+                    "-l",
+                    &service,
+                    "-o",
+                    "jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.targetRef.name}{\"\\n\"}{end}",
+                ])
+                .ok()?;
+            (ready.lines().count() == n).then_some(())
+        })
+        .await
+    }
+
     /// How many times an Event with `reason` was recorded on the cluster.
     async fn events(&self, reason: &str) -> Result<u32, statecraft_e2e::E2eError> {
         events::count(&self.cluster, &self.ns.name, &self.name, reason).await
@@ -274,20 +304,7 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
     let labels = db.kubectl(&["get", "pods", "-l", "mysql.statecraft.io/role=replica", "-o", "name"])?;
     assert_eq!(labels.lines().count(), 2, "two pods labelled replica: {labels}");
     // Clients of the read-only Service reach both replicas: their readiness probe passes.
-    wait_until(Duration::from_secs(60), "two ready endpoints behind the read-only Service", || async {
-        let ready = db
-            .kubectl(&[
-                "get",
-                "endpointslices",
-                "-l",
-                "kubernetes.io/service-name=db-replicas",
-                "-o",
-                "jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.targetRef.name}{\"\\n\"}{end}",
-            ])
-            .ok()?;
-        (ready.lines().count() == 2).then_some(())
-    })
-    .await?;
+    db.replica_endpoints(2).await?;
     check_one_leader_exports_member_metrics(&db).await?;
 
     db.create_table().await?;
@@ -1521,6 +1538,124 @@ async fn mysql_operator_upgrade_adopts_clusters_of_the_previous_build_without_re
         }),
     );
     ev.pass(json!({"previous_commit": previous_commit.trim(), "longest_write_gap_while_replacing_the_operator_seconds": gap.as_secs_f64(), "acknowledged_writes_lost": 0}));
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L5.auto-scaling (read-replica auto-scaling: client connections through the
+/// read-only Service above `scaleOutAbove` per replica add two replicas without a manual
+/// change, and their end removes them again; a client writes throughout and no
+/// acknowledged write is lost).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_read_replicas_scale_out_on_client_connections_and_back_in() -> TestResult {
+    let test = "mysql_read_replicas_scale_out_on_client_connections_and_back_in";
+    let ev = evidence(test, &["L5.auto-scaling"]).await?;
+    let (above, below, out_after, in_after) = (4, 2, 10, 30);
+    let scaling = json!({"autoScaling": {
+        "minReplicas": 3, "maxReplicas": 5, "metric": "ClientConnections",
+        "scaleOutAbove": above, "scaleInBelow": below,
+        "scaleOutAfterSeconds": out_after, "scaleInAfterSeconds": in_after
+    }});
+    let db = Db::create("mysql-autoscale", "db", 3, scaling).await?;
+    db.create_table().await?;
+    let servers = |s: &crate_api::MySQLClusterStatus| s.auto_scaling.as_ref().map(|a| a.replicas);
+    let serving = |s: &crate_api::MySQLClusterStatus, n: usize| {
+        let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        ready && s.members.len() == n && s.members.iter().all(|m| m.ready)
+    };
+    // Idle, at the minimum: auto-scaling reports itself and keeps 3 servers.
+    let status = wait_until(Duration::from_secs(60), "the AutoScaling condition", || async {
+        let s = db.status().await.ok()?;
+        s.conditions.iter().any(|c| c.type_ == "AutoScaling" && c.status == "True").then_some(s)
+    })
+    .await?;
+    assert_eq!(servers(&status), Some(3), "{:?}", status.auto_scaling);
+    let writer = Writer::start(db.opts().await?);
+
+    // Twelve clients of the read-only Service: 6 per replica, above 4.
+    db.replica_endpoints(2).await?;
+    let readers_opts = service_opts(&db.cluster, &db.ns.name, "db-replicas", "db").await?;
+    let mut readers = Vec::new();
+    for _ in 0..12 {
+        // kube-proxy may program the Service's new endpoints a moment after they are ready.
+        let mut c = wait_until(Duration::from_secs(60), "a connection through the read-only Service", || async {
+            Conn::new(readers_opts.clone()).await.ok()
+        })
+        .await?;
+        let read_only: Option<i64> = c.query_first("SELECT @@GLOBAL.read_only").await?;
+        assert_eq!(read_only, Some(1), "the read-only Service reaches replicas");
+        readers.push(c);
+    }
+    let loaded = Instant::now();
+    wait_until(Duration::from_secs(180), "auto-scaling to decide 5 servers", || async {
+        (servers(&db.status().await.ok()?) == Some(5)).then_some(())
+    })
+    .await?;
+    let decided_out = loaded.elapsed();
+    wait_until(Duration::from_secs(400), "5 serving members", || async {
+        serving(&db.status().await.ok()?, 5).then_some(())
+    })
+    .await?;
+    let served_out = loaded.elapsed();
+    eprintln!("scale-out decided after {decided_out:?}, 5 members serving after {served_out:?}");
+    assert!(db.events("ScaleOut").await? >= 1, "a ScaleOut Event");
+    // 12 connections over 4 replicas is 3 each: between the thresholds, so it stays at 5.
+    tokio::time::sleep(Duration::from_secs(out_after + 5)).await;
+    assert_eq!(servers(&db.status().await?), Some(5), "no further change between the thresholds");
+
+    // The readers leave: 0 per replica, below 2, and 2 replicas would still carry 0.
+    for c in readers {
+        c.disconnect().await?;
+    }
+    let idle = Instant::now();
+    wait_until(Duration::from_secs(300), "auto-scaling to decide 3 servers", || async {
+        (servers(&db.status().await.ok()?) == Some(3)).then_some(())
+    })
+    .await?;
+    let decided_in = idle.elapsed();
+    wait_until(Duration::from_secs(400), "3 serving members", || async {
+        serving(&db.status().await.ok()?, 3).then_some(())
+    })
+    .await?;
+    let served_in = idle.elapsed();
+    eprintln!("scale-in decided after {decided_in:?}, 3 members serving after {served_in:?}");
+    assert!(db.events("ScaleIn").await? >= 1, "a ScaleIn Event");
+    let status = db.status().await?;
+    let last = status.auto_scaling.as_ref().and_then(|a| a.last_scale.clone()).unwrap_or_default();
+    assert!(last.contains("from 5 to 3 servers"), "status names the last change: {last}");
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = writer.stop().await?;
+    let gap = longest_gap(&attempts, loaded);
+    let lost = lost(&attempts, &db.rows().await?);
+    let pods = db.kubectl(&["get", "pods", "-l", "app.kubernetes.io/instance=db", "-o", "name"])?;
+    let figures = json!({
+        "scale_out_decided_seconds": decided_out.as_secs_f64(),
+        "scale_out_serving_seconds": served_out.as_secs_f64(),
+        "scale_in_decided_seconds": decided_in.as_secs_f64(),
+        "scale_in_done_seconds": served_in.as_secs_f64(),
+        "write_gap_seconds": gap.as_secs_f64(),
+        "acknowledged_writes": attempts.iter().filter(|a| a.acked).count(),
+        "acknowledged_writes_lost": lost.len(),
+    });
+    let mut record = json!({
+        "test": test,
+        "method": format!(
+            "3..5 servers, scale out above {above} client connections per replica for {out_after} s, in below {below} \
+             for {in_after} s; 12 idle connections opened through the read-only Service, then closed; times from \
+             opening (closing) them to status.autoScaling.replicas changing and to every member serving; one client \
+             inserts through the read-write Service throughout"
+        ),
+        "unix_time": unix_now(),
+    });
+    if let (Some(r), Some(f)) = (record.as_object_mut(), figures.as_object()) {
+        r.extend(f.clone());
+    }
+    append_result("mysql-autoscaling.jsonl", record);
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert_eq!(pods.lines().count(), 3, "{pods}");
+    ev.pass(figures);
     db.ns.pass();
     Ok(())
 }

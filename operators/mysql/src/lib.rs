@@ -22,10 +22,13 @@
 //!   and role labels.
 //! - [`insight`]: abnormality detection: each server's replication lag and connection
 //!   errors judged against its own recent past.
-//!
-//! Not yet: backup and restore Jobs, rolling upgrades, metrics of the servers.
+//! - [`autoscale`]: read-replica auto-scaling between bounds on client connections or
+//!   replication lag (pure; the task carries out its verdict).
+//! - [`backup`] and [`jobs`]: what the backup and restore Jobs run (the logical dump
+//!   streamed to S3, the binary log archive, the point-in-time replay).
 
 pub mod api;
+pub mod autoscale;
 pub mod backup;
 pub mod build;
 pub mod clustering;
@@ -94,7 +97,7 @@ impl Operator for MysqlOperator {
 
     /// What this operator claims against the capability model (`statecraft-capability
     /// criteria` lists the ids); the capability report confirms each claim from static
-    /// checks and e2e evidence. Not claimed, on purpose: of level 5, auto-scaling.
+    /// checks and e2e evidence.
     fn capabilities() -> Vec<&'static str> {
         vec![
             // Level 1: the CRDs (schema, CEL, printer columns, descriptions), the objects
@@ -149,6 +152,10 @@ impl Operator for MysqlOperator {
             "L5.auto-healing",
             "L5.auto-tuning",
             "L5.abnormality-detection",
+            // Read-replica auto-scaling (spec.autoScaling): two replicas added when client
+            // connections per replica (or replication lag) stay above a threshold, removed
+            // when they stay below one, between the user's bounds.
+            "L5.auto-scaling",
         ]
     }
 }
@@ -254,6 +261,61 @@ mod tests {
         assert!(restore_rules.contains(&"has(self.backupName) != has(self.location)".to_string()));
         let backup = crd_json::<MySQLBackup>();
         assert_eq!(rules(&schema(&backup)["properties"]["spec"]), ["self == oldSelf"]);
+    }
+
+    /// The rule of `node` whose expression contains `needle`: exactly one.
+    fn rule_containing<'a>(node: &'a Value, needle: &str) -> &'a Value {
+        let found: Vec<&Value> = node["x-kubernetes-validations"]
+            .as_array()
+            .map(|a| a.iter().filter(|r| r["rule"].as_str().is_some_and(|s| s.contains(needle))).collect())
+            .unwrap_or_default();
+        assert_eq!(found.len(), 1, "one rule containing {needle:?}: {node}");
+        found[0]
+    }
+
+    #[test]
+    fn auto_scaling_cel_rules_are_present() {
+        let crd = crd_json::<MySQLCluster>();
+        let spec = &schema(&crd)["properties"]["spec"];
+
+        // spec.replicas within the bounds: a spec-level rule (it reads two fields), reported on
+        // spec.replicas, and satisfied when auto-scaling is off.
+        let within = rule_containing(spec, "self.autoScaling.minReplicas");
+        let rule = within["rule"].as_str().unwrap();
+        assert!(rule.starts_with("!has(self.autoScaling) ||"), "{rule}");
+        assert!(rule.contains("self.replicas >= self.autoScaling.minReplicas"), "{rule}");
+        assert!(rule.contains("self.replicas <= self.autoScaling.maxReplicas"), "{rule}");
+        assert_eq!(within["fieldPath"], ".replicas");
+        assert!(within["message"].as_str().unwrap().contains("spec.replicas"), "{within}");
+
+        let scaling = &spec["properties"]["autoScaling"];
+        let all = rules(scaling);
+        assert_eq!(all.len(), 3, "{all:?}");
+        let min_max = rule_containing(scaling, "self.minReplicas <= self.maxReplicas");
+        assert_eq!(min_max["fieldPath"], ".minReplicas");
+        let thresholds = rule_containing(scaling, "self.scaleInBelow < self.scaleOutAbove");
+        assert_eq!(thresholds["fieldPath"], ".scaleInBelow");
+        let lag = rule_containing(scaling, "ReplicationLag");
+        assert!(lag["rule"].as_str().unwrap().contains("self.minReplicas >= 3"), "{lag}");
+        assert_eq!(lag["fieldPath"], ".minReplicas");
+        for rule in [min_max, thresholds, lag] {
+            assert!(rule["message"].as_str().unwrap().contains("spec.autoScaling"), "{rule}");
+        }
+
+        // The bounds themselves: 1 to 5 and odd; the windows within their ranges.
+        let props = &scaling["properties"];
+        for bound in ["minReplicas", "maxReplicas"] {
+            assert_eq!(rules(&props[bound]), ["self % 2 == 1"], "{bound}");
+            assert_eq!(props[bound]["minimum"].as_f64(), Some(1.0), "{bound}");
+            assert_eq!(props[bound]["maximum"].as_f64(), Some(5.0), "{bound}");
+            let message = props[bound]["x-kubernetes-validations"][0]["message"].as_str().unwrap();
+            assert!(message.contains(&format!("spec.autoScaling.{bound}")), "{message}");
+        }
+        assert_eq!(props["scaleOutAfterSeconds"]["minimum"].as_f64(), Some(10.0));
+        assert_eq!(props["scaleOutAfterSeconds"]["maximum"].as_f64(), Some(3600.0));
+        assert_eq!(props["scaleInAfterSeconds"]["minimum"].as_f64(), Some(30.0));
+        assert_eq!(props["scaleInAfterSeconds"]["maximum"].as_f64(), Some(86400.0));
+        assert_eq!(props["metric"]["enum"], serde_json::json!(["ClientConnections", "ReplicationLag"]));
     }
 
     #[test]

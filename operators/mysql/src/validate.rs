@@ -9,9 +9,9 @@ use statecraft_shared::{Error, Result};
 
 use crate::api::cluster::{
     MAX_RESEED_BROKEN_AFTER_SECONDS, MAX_SEMI_SYNC_TIMEOUT_SECONDS, MIN_RESEED_BROKEN_AFTER_SECONDS,
-    MIN_SEMI_SYNC_TIMEOUT_SECONDS,
+    MIN_SEMI_SYNC_TIMEOUT_SECONDS, SCALE_IN_AFTER_SECONDS, SCALE_OUT_AFTER_SECONDS,
 };
-use crate::api::{Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec};
+use crate::api::{AutoScaling, Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
 use crate::image::default_image;
 
 /// A server version, `MAJOR.MINOR[.PATCH]`.
@@ -175,6 +175,10 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
         return Err(Error::invalid_spec("spec.replicas", format!("must be 1, 3 or 5, not {}", spec.replicas)));
     }
 
+    if let Some(scaling) = &spec.auto_scaling {
+        validate_auto_scaling(scaling, spec.replicas)?;
+    }
+
     let mut server_config = BTreeMap::new();
     for (key, value) in &spec.server_config {
         let field = format!("spec.serverConfig.{key}");
@@ -224,6 +228,62 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
     }
 
     Ok(ValidSpec { spec: spec.clone(), version, image, server_config, semi_sync_timeout_ms: timeout as u64 * 1000 })
+}
+
+/// The checks of `spec.autoScaling` that the schema's CEL rules also make, for specs that
+/// did not pass through them (a restore's target).
+fn validate_auto_scaling(a: &AutoScaling, replicas: i32) -> Result<()> {
+    for (field, n) in
+        [("spec.autoScaling.minReplicas", a.min_replicas), ("spec.autoScaling.maxReplicas", a.max_replicas)]
+    {
+        if !matches!(n, 1 | 3 | 5) {
+            return Err(Error::invalid_spec(field, format!("must be 1, 3 or 5, not {n}")));
+        }
+    }
+    if a.min_replicas > a.max_replicas {
+        return Err(Error::invalid_spec(
+            "spec.autoScaling.minReplicas",
+            format!("must not be above maxReplicas ({} > {})", a.min_replicas, a.max_replicas),
+        ));
+    }
+    if !(a.min_replicas..=a.max_replicas).contains(&replicas) {
+        return Err(Error::invalid_spec(
+            "spec.replicas",
+            format!("must be between spec.autoScaling.minReplicas and maxReplicas, not {replicas}"),
+        ));
+    }
+    if a.metric == ScalingMetric::ReplicationLag && a.min_replicas < 3 {
+        return Err(Error::invalid_spec(
+            "spec.autoScaling.minReplicas",
+            "must be 3 or 5 with the ReplicationLag metric: a single server has no replica to lag",
+        ));
+    }
+    if a.scale_out_above < 1 {
+        return Err(Error::invalid_spec(
+            "spec.autoScaling.scaleOutAbove",
+            format!("must be at least 1, not {}", a.scale_out_above),
+        ));
+    }
+    if a.scale_in_below < 0 || a.scale_in_below >= a.scale_out_above {
+        return Err(Error::invalid_spec(
+            "spec.autoScaling.scaleInBelow",
+            format!(
+                "must be at least 0 and below scaleOutAbove ({}), not {}: otherwise the cluster would scale in and \
+                 out in turn",
+                a.scale_out_above, a.scale_in_below
+            ),
+        ));
+    }
+    for (field, value, range) in [
+        ("spec.autoScaling.scaleOutAfterSeconds", a.scale_out_after_seconds, SCALE_OUT_AFTER_SECONDS),
+        ("spec.autoScaling.scaleInAfterSeconds", a.scale_in_after_seconds, SCALE_IN_AFTER_SECONDS),
+    ] {
+        if !range.contains(&value) {
+            let (low, high) = range.into_inner();
+            return Err(Error::invalid_spec(field, format!("must be between {low} and {high}, not {value}")));
+        }
+    }
+    Ok(())
 }
 
 /// Checks the cluster's name: its pods are `<name>-<ordinal>` and its StatefulSet's
@@ -327,6 +387,7 @@ pub(crate) mod tests {
             stopped: false,
             upgrade_strategy: UpgradeStrategy::default(),
             auto_heal: AutoHeal::default(),
+            auto_scaling: None,
         }
     }
 
@@ -406,6 +467,117 @@ pub(crate) mod tests {
                 assert_eq!(field_of(e), "spec.replicas");
             }
         }
+    }
+
+    fn scaling() -> AutoScaling {
+        AutoScaling {
+            min_replicas: 1,
+            max_replicas: 5,
+            metric: ScalingMetric::ClientConnections,
+            scale_out_above: 100,
+            scale_in_below: 10,
+            scale_out_after_seconds: 60,
+            scale_in_after_seconds: 600,
+        }
+    }
+
+    fn with_scaling(replicas: i32, a: AutoScaling) -> MySQLClusterSpec {
+        MySQLClusterSpec { replicas, auto_scaling: Some(a), ..spec() }
+    }
+
+    #[test]
+    fn valid_auto_scaling_passes() {
+        assert_eq!(validate(&with_scaling(3, scaling())).unwrap().spec.auto_scaling, Some(scaling()));
+        for (replicas, min, max) in [(1, 1, 1), (1, 1, 3), (3, 3, 3), (5, 3, 5), (5, 5, 5)] {
+            let a = AutoScaling { min_replicas: min, max_replicas: max, ..scaling() };
+            assert!(validate(&with_scaling(replicas, a)).is_ok(), "{replicas} in {min}..={max}");
+        }
+        let lag = AutoScaling { metric: ScalingMetric::ReplicationLag, min_replicas: 3, ..scaling() };
+        assert!(validate(&with_scaling(3, lag)).is_ok());
+        // The bounds of the windows are included; scaleInBelow 0 never scales in, and is allowed.
+        for (out, into) in [(10, 30), (3600, 86_400)] {
+            let a = AutoScaling { scale_out_after_seconds: out, scale_in_after_seconds: into, ..scaling() };
+            assert!(validate(&with_scaling(3, a)).is_ok(), "{out} s and {into} s");
+        }
+        let a = AutoScaling { scale_out_above: 1, scale_in_below: 0, ..scaling() };
+        assert!(validate(&with_scaling(3, a)).is_ok());
+    }
+
+    #[test]
+    fn auto_scaling_bounds_must_be_cluster_sizes() {
+        for n in [0, 2, 4, 6, -1] {
+            let e = validate(&with_scaling(3, AutoScaling { min_replicas: n, ..scaling() })).unwrap_err();
+            assert!(e.to_string().contains(&format!("not {n}")), "{e}");
+            assert_eq!(field_of(e), "spec.autoScaling.minReplicas", "minReplicas {n}");
+            let e = validate(&with_scaling(3, AutoScaling { max_replicas: n, ..scaling() })).unwrap_err();
+            assert_eq!(field_of(e), "spec.autoScaling.maxReplicas", "maxReplicas {n}");
+        }
+    }
+
+    #[test]
+    fn auto_scaling_minimum_must_not_be_above_the_maximum() {
+        let e = validate(&with_scaling(3, AutoScaling { min_replicas: 5, max_replicas: 3, ..scaling() })).unwrap_err();
+        assert!(e.to_string().contains("5 > 3"), "{e}");
+        assert_eq!(field_of(e), "spec.autoScaling.minReplicas");
+    }
+
+    #[test]
+    fn spec_replicas_must_be_within_the_auto_scaling_bounds() {
+        for (replicas, min, max) in [(1, 3, 5), (5, 1, 3), (3, 5, 5), (3, 1, 1)] {
+            let a = AutoScaling { min_replicas: min, max_replicas: max, ..scaling() };
+            let e = validate(&with_scaling(replicas, a)).unwrap_err();
+            assert_eq!(field_of(e), "spec.replicas", "{replicas} outside {min}..={max}");
+        }
+    }
+
+    #[test]
+    fn replication_lag_needs_replicas_at_the_minimum() {
+        let a = AutoScaling { metric: ScalingMetric::ReplicationLag, min_replicas: 1, ..scaling() };
+        let e = validate(&with_scaling(3, a)).unwrap_err();
+        assert!(e.to_string().contains("ReplicationLag"), "{e}");
+        assert_eq!(field_of(e), "spec.autoScaling.minReplicas");
+    }
+
+    #[test]
+    fn scale_in_threshold_must_be_below_the_scale_out_threshold() {
+        for (above, below) in [(100, 100), (100, 150), (5, -1)] {
+            let a = AutoScaling { scale_out_above: above, scale_in_below: below, ..scaling() };
+            let e = validate(&with_scaling(3, a)).unwrap_err();
+            assert_eq!(field_of(e), "spec.autoScaling.scaleInBelow", "in below {below}, out above {above}");
+        }
+    }
+
+    #[test]
+    fn auto_scaling_windows_are_bounded() {
+        for (seconds, ok) in [(5, false), (9, false), (10, true), (3600, true), (3601, false), (-60, false)] {
+            let r = validate(&with_scaling(3, AutoScaling { scale_out_after_seconds: seconds, ..scaling() }));
+            assert_eq!(r.is_ok(), ok, "scaleOutAfterSeconds {seconds}");
+            if let Err(e) = r {
+                assert_eq!(field_of(e), "spec.autoScaling.scaleOutAfterSeconds");
+            }
+        }
+        for (seconds, ok) in [(10, false), (29, false), (30, true), (86_400, true), (86_401, false)] {
+            let r = validate(&with_scaling(3, AutoScaling { scale_in_after_seconds: seconds, ..scaling() }));
+            assert_eq!(r.is_ok(), ok, "scaleInAfterSeconds {seconds}");
+            if let Err(e) = r {
+                assert_eq!(field_of(e), "spec.autoScaling.scaleInAfterSeconds");
+            }
+        }
+    }
+
+    #[test]
+    fn a_restore_target_with_bad_auto_scaling_names_the_target_field() {
+        use crate::api::RestoreTarget;
+        let restore = MySQLRestoreSpec {
+            backup_name: Some("b".into()),
+            location: None,
+            point_in_time: None,
+            target: RestoreTarget {
+                name: "copy".into(),
+                spec: with_scaling(3, AutoScaling { scale_in_below: 100, ..scaling() }),
+            },
+        };
+        assert_eq!(field_of(validate_restore(&restore).unwrap_err()), "spec.target.spec.autoScaling.scaleInBelow");
     }
 
     #[test]

@@ -56,6 +56,7 @@ fn server(executed: &str, read_only: bool, semi_sync_source: bool, replication: 
         semi_sync_source,
         replication,
         connection_errors: Some(0),
+        client_connections: Some(2),
     })
 }
 
@@ -106,6 +107,7 @@ fn registered() -> Registered {
     // The lagging replica is abnormal: every kind of abnormality gets a series.
     let lag = Abnormality { member: "db-1".into(), kind: Kind::ReplicationLagSpike, message: String::new(), new: true };
     servers.abnormalities("db", "db-1", &[lag]);
+    servers.autoscaling("db", Some(("client_connections_per_replica", Some(2.0), 3)));
 
     let operations = [
         Operation::Bootstrap { primary: 0 },

@@ -83,6 +83,12 @@ async fn patch_spec(api: &Api<MySQLCluster>, name: &str, spec: Value) -> Option<
     api.patch(name, &PatchParams::default(), &Patch::Merge(json!({"spec": spec}))).await.err().map(|e| e.to_string())
 }
 
+/// How the API server reports a rejected field, to tell it from a message that only
+/// mentions the field (`spec.replicas must be between spec.autoScaling.minReplicas ...`).
+fn invalid(field: &str) -> String {
+    format!("{field}: Invalid value")
+}
+
 fn assert_rejected(result: Option<String>, field: &str) {
     let message = result.unwrap_or_else(|| panic!("accepted, but should be rejected naming {field}"));
     assert!(message.contains(field), "the rejection should name {field}: {message}");
@@ -135,6 +141,62 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     let heal = with(valid_spec(), "autoHeal", json!({"reseedErrant": true, "reseedBrokenAfterSeconds": 300}));
     assert_eq!(create(&clusters, cluster("heal", heal)).await, None);
     assert_eq!(clusters.get("heal").await?.spec.auto_heal.reseed_broken_after_seconds, Some(300));
+
+    // Auto-scaling: valid bounds are accepted, with the defaults filled in.
+    let scaling = |fields: Value| {
+        let mut a = json!({"minReplicas": 1, "maxReplicas": 5, "scaleOutAbove": 100, "scaleInBelow": 10});
+        for (k, v) in fields.as_object().unwrap() {
+            a[k] = v.clone();
+        }
+        with(valid_spec(), "autoScaling", a)
+    };
+    assert_eq!(create(&clusters, cluster("scaling", scaling(json!({})))).await, None);
+    let stored = clusters.get("scaling").await?.spec.auto_scaling.expect("autoScaling kept");
+    assert_eq!(
+        (stored.scale_out_after_seconds, stored.scale_in_after_seconds, stored.metric),
+        (60, 600, statecraft_mysql::api::ScalingMetric::ClientConnections)
+    );
+    let lag = scaling(json!({"metric": "ReplicationLag", "minReplicas": 3}));
+    assert_eq!(create(&clusters, cluster("scaling-lag", lag)).await, None);
+    // spec.replicas outside the bounds.
+    let outside = with(scaling(json!({"minReplicas": 3})), "replicas", json!(1));
+    assert_rejected(create(&clusters, cluster("as1", outside)).await, &invalid("spec.replicas"));
+    let outside = with(scaling(json!({"maxReplicas": 3})), "replicas", json!(5));
+    assert_rejected(create(&clusters, cluster("as2", outside)).await, &invalid("spec.replicas"));
+    // Thresholds that would flap.
+    for below in [100, 150] {
+        let flapping = scaling(json!({"scaleInBelow": below}));
+        assert_rejected(create(&clusters, cluster("as3", flapping)).await, &invalid("spec.autoScaling.scaleInBelow"));
+    }
+    // Even or out-of-range bounds, inverted bounds.
+    for n in [2, 4] {
+        let even = scaling(json!({"minReplicas": n}));
+        assert_rejected(create(&clusters, cluster("as4", even)).await, &invalid("spec.autoScaling.minReplicas"));
+        let even = scaling(json!({"maxReplicas": n}));
+        assert_rejected(create(&clusters, cluster("as5", even)).await, &invalid("spec.autoScaling.maxReplicas"));
+    }
+    assert_rejected(
+        create(&clusters, cluster("as6", scaling(json!({"maxReplicas": 7})))).await,
+        &invalid("spec.autoScaling.maxReplicas"),
+    );
+    let inverted = scaling(json!({"minReplicas": 5, "maxReplicas": 3}));
+    assert_rejected(create(&clusters, cluster("as7", inverted)).await, &invalid("spec.autoScaling.minReplicas"));
+    // A single server has no replica to lag.
+    let lag_of_one = scaling(json!({"metric": "ReplicationLag"}));
+    assert_rejected(create(&clusters, cluster("as8", lag_of_one)).await, &invalid("spec.autoScaling.minReplicas"));
+    // Windows too short.
+    let hasty = scaling(json!({"scaleOutAfterSeconds": 5}));
+    assert_rejected(create(&clusters, cluster("as9", hasty)).await, &invalid("spec.autoScaling.scaleOutAfterSeconds"));
+    let hasty = scaling(json!({"scaleInAfterSeconds": 10}));
+    assert_rejected(create(&clusters, cluster("as10", hasty)).await, &invalid("spec.autoScaling.scaleInAfterSeconds"));
+    // Narrowing the bounds of a running cluster past its spec.replicas is refused too.
+    assert_rejected(
+        patch_spec(&clusters, "scaling", json!({"autoScaling": {"maxReplicas": 1}})).await,
+        &invalid("spec.replicas"),
+    );
+    // Turning auto-scaling off again is allowed.
+    assert_eq!(patch_spec(&clusters, "scaling", json!({"autoScaling": null})).await, None);
+    assert_eq!(clusters.get("scaling").await?.spec.auto_scaling, None);
 
     // Immutable fields; scaling is allowed.
     assert_rejected(patch_spec(&clusters, "ok", json!({"flavor": "mysql"})).await, "spec.flavor");

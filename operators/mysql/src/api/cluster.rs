@@ -45,6 +45,12 @@ use statecraft_shared::upgrade::UpgradeProgress;
         "reason": "FieldValueForbidden"
     },
     {
+        "rule": "!has(self.autoScaling) || (self.replicas >= self.autoScaling.minReplicas && self.replicas <= self.autoScaling.maxReplicas)",
+        "message": "spec.replicas must be between spec.autoScaling.minReplicas and spec.autoScaling.maxReplicas",
+        "fieldPath": ".replicas",
+        "reason": "FieldValueInvalid"
+    },
+    {
         "rule": "(has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName)) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)",
         "message": "spec.storage.storageClassName is immutable",
         "fieldPath": ".storage.storageClassName",
@@ -126,6 +132,103 @@ pub struct MySQLClusterSpec {
     /// replicas are healthy that writes keep being acknowledged.
     #[serde(default, skip_serializing_if = "AutoHeal::is_off")]
     pub auto_heal: AutoHeal,
+
+    /// Read-replica auto-scaling: the operator runs between `minReplicas` and
+    /// `maxReplicas` servers (1, 3 or 5), adding two replicas when a metric of the read
+    /// path has stayed high and removing two when it has stayed low. `spec.replicas` is then
+    /// only the starting count; the count in force is `status.autoScaling.replicas`. Unset:
+    /// always `spec.replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_scaling: Option<AutoScaling>,
+}
+
+/// Bounds, metric and thresholds of read-replica auto-scaling.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.minReplicas <= self.maxReplicas",
+        "message": "spec.autoScaling.minReplicas must not be above spec.autoScaling.maxReplicas",
+        "fieldPath": ".minReplicas"
+    },
+    {
+        "rule": "self.scaleInBelow < self.scaleOutAbove",
+        "message": "spec.autoScaling.scaleInBelow must be below spec.autoScaling.scaleOutAbove, or the cluster would scale in and out in turn",
+        "fieldPath": ".scaleInBelow"
+    },
+    {
+        "rule": "!has(self.metric) || self.metric != 'ReplicationLag' || self.minReplicas >= 3",
+        "message": "spec.autoScaling.minReplicas must be 3 or 5 with the ReplicationLag metric: a single server has no replica to lag",
+        "fieldPath": ".minReplicas"
+    }
+]))]
+pub struct AutoScaling {
+    /// Fewest servers: 1, 3 or 5.
+    #[schemars(range(min = 1, max = 5))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self % 2 == 1", "message": "spec.autoScaling.minReplicas must be odd: 1, 3 or 5"}
+    ]))]
+    pub min_replicas: i32,
+
+    /// Most servers: 1, 3 or 5, at least `minReplicas`.
+    #[schemars(range(min = 1, max = 5))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self % 2 == 1", "message": "spec.autoScaling.maxReplicas must be odd: 1, 3 or 5"}
+    ]))]
+    pub max_replicas: i32,
+
+    /// What drives the count: `ClientConnections` (client connections per serving replica,
+    /// or on the primary when there is no replica; the default) or `ReplicationLag` (the
+    /// largest lag of a replica, in seconds: replicas too busy serving reads to keep up).
+    #[serde(default)]
+    pub metric: ScalingMetric,
+
+    /// Add replicas when the metric has stayed above this for `scaleOutAfterSeconds`:
+    /// connections per replica, or seconds of lag.
+    #[schemars(range(min = 1, max = 1000000))]
+    pub scale_out_above: i64,
+
+    /// Remove replicas when the metric has stayed below this for `scaleInAfterSeconds`, and
+    /// the remaining replicas would not be above `scaleOutAbove` with the connections of
+    /// the removed ones. Below `scaleOutAbove`.
+    #[schemars(range(min = 0, max = 1000000))]
+    pub scale_in_below: i64,
+
+    /// How long the metric must stay above `scaleOutAbove` before replicas are added.
+    /// Between 10 and 3600; default 60.
+    #[serde(default = "default_scale_out_after")]
+    #[schemars(range(min = 10, max = 3600))]
+    pub scale_out_after_seconds: i64,
+
+    /// How long the metric must stay below `scaleInBelow` before replicas are removed.
+    /// Between 30 and 86400; default 600.
+    #[serde(default = "default_scale_in_after")]
+    #[schemars(range(min = 30, max = 86400))]
+    pub scale_in_after_seconds: i64,
+}
+
+/// Bounds of `scaleOutAfterSeconds` (also in its schema): shorter would add servers for a
+/// burst that is over before they serve.
+pub const SCALE_OUT_AFTER_SECONDS: std::ops::RangeInclusive<i64> = 10..=3600;
+/// Bounds of `scaleInAfterSeconds` (also in its schema).
+pub const SCALE_IN_AFTER_SECONDS: std::ops::RangeInclusive<i64> = 30..=86400;
+
+fn default_scale_out_after() -> i64 {
+    60
+}
+
+fn default_scale_in_after() -> i64 {
+    600
+}
+
+/// The metric read-replica auto-scaling follows.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ScalingMetric {
+    /// Client connections per serving replica (per server when there is none).
+    #[default]
+    ClientConnections,
+    /// The largest replication lag of a replica, in seconds.
+    ReplicationLag,
 }
 
 /// Which replicas the operator may re-seed on its own.
@@ -340,6 +443,27 @@ pub struct MySQLClusterStatus {
     /// The replica being re-seeded (`spec.autoHeal`), until it serves again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reseeding: Option<Reseeding>,
+
+    /// What read-replica auto-scaling (`spec.autoScaling`) decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_scaling: Option<AutoScalingStatus>,
+}
+
+/// The count of servers auto-scaling keeps, and its last change.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoScalingStatus {
+    /// Servers run now; the StatefulSet follows this count, not `spec.replicas`.
+    pub replicas: i32,
+
+    /// When auto-scaling last changed the count (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub last_scale_time: Option<String>,
+
+    /// The last change and why: the metric's value, its threshold and for how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale: Option<String>,
 }
 
 /// A replica being re-seeded.

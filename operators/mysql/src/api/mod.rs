@@ -6,8 +6,8 @@ pub mod restore;
 
 pub use backup::{BinlogArchiveStatus, MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
 pub use cluster::{
-    AutoHeal, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus, Reseeding, SemiSync,
-    ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
+    AutoHeal, AutoScaling, AutoScalingStatus, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus,
+    Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
 };
 pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreLocation, RestoreTarget};
 pub use statecraft_shared::backup::{BackupPolicy, Retention};

@@ -12,12 +12,16 @@ use tracing::debug;
 
 use super::gtid::{GtidParseError, GtidSet};
 use super::observed::{Replication, Server, ServerState};
-use crate::flavor::{FlavorSql, OPERATOR_USER, REPLICATION_USER, ReplicationSource};
+use crate::flavor::{BACKUP_USER, FlavorSql, OPERATOR_USER, REPLICATION_USER, ReplicationSource, quote};
 
 /// Deadline to open a connection: short, because failover speed depends on noticing fast.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Deadline of one observation of a server.
 pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(3);
+/// What the optional readings of an observation (connection errors, client connections)
+/// leave of [`OBSERVE_TIMEOUT`]: one that is slow is given up with this much time left, so
+/// the server is still reported up and the clustering never waits on them.
+const OPTIONAL_READINGS_MARGIN: Duration = Duration::from_millis(250);
 /// How long a failover candidate may take to apply the transactions it received.
 pub const APPLY_TIMEOUT_SECONDS: u32 = 60;
 
@@ -31,6 +35,31 @@ const SOURCE_REFUSED_POSITION: &str = "1236";
 
 /// Accounts that are not clients: their connections survive a demotion.
 const NOT_CLIENTS: [&str; 4] = [OPERATOR_USER, REPLICATION_USER, "system user", "event_scheduler"];
+
+/// The `information_schema.PROCESSLIST` condition of the client connections: not the
+/// querying connection itself, no account of `not_clients`, and no binary log dump (a
+/// replica's connection, whatever its account). Shared by what disconnects clients and
+/// what counts them, so that both agree on what a client is.
+fn clients_condition(not_clients: &[&str]) -> String {
+    let users = not_clients.iter().map(|u| quote(u)).collect::<Vec<_>>().join(", ");
+    format!("ID <> CONNECTION_ID() AND USER NOT IN ({users}) AND COMMAND NOT LIKE 'Binlog Dump%'")
+}
+
+/// Counts the client connections for auto-scaling. Beyond [`NOT_CLIENTS`], the backup
+/// account is not a client (a backup Job is the operator's, not load a replica would take),
+/// nor are the probes: they connect every few seconds and would make the count jitter. The
+/// probes' account is only excluded through the Unix socket (`HOST` `localhost`), where they
+/// connect: MySQL's is `root`, the name of the administrator account offered to clients
+/// over the network, whose connections are clients.
+fn client_connections_query(flavor: &dyn FlavorSql) -> String {
+    let mut not_clients = NOT_CLIENTS.to_vec();
+    not_clients.push(BACKUP_USER);
+    format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE {} AND NOT (USER = {} AND HOST = 'localhost')",
+        clients_condition(&not_clients),
+        quote(flavor.local_probe_user())
+    )
+}
 
 /// A failed data-plane call. Every one is worth retrying on the next pass.
 #[derive(Debug, Error)]
@@ -156,14 +185,15 @@ impl DataPlane {
 
     /// Reads what the decision needs from one server; an error becomes `Unreachable`.
     pub async fn observe(&self, ep: &Endpoint) -> ServerState {
-        match tokio::time::timeout(OBSERVE_TIMEOUT, self.observe_inner(ep)).await {
+        let deadline = tokio::time::Instant::now() + OBSERVE_TIMEOUT;
+        match tokio::time::timeout_at(deadline, self.observe_inner(ep, deadline)).await {
             Ok(Ok(s)) => ServerState::Up(s),
             Ok(Err(e)) => ServerState::Unreachable(e.to_string()),
             Err(_) => ServerState::Unreachable(format!("{ep}: no answer within {OBSERVE_TIMEOUT:?}")),
         }
     }
 
-    async fn observe_inner(&self, ep: &Endpoint) -> Result<Server, DataPlaneError> {
+    async fn observe_inner(&self, ep: &Endpoint, deadline: tokio::time::Instant) -> Result<Server, DataPlaneError> {
         let f = self.flavor;
         let sql_err = |e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e };
         let gtid_err = |e| DataPlaneError::Gtid { endpoint: ep.to_string(), source: e };
@@ -182,9 +212,27 @@ impl DataPlane {
             Some(row) => Some(self.replication_of(&row).map_err(gtid_err)?),
             None => None,
         };
-        let connection_errors = connection_errors(&mut conn, ep).await;
-        let _ = conn.disconnect().await;
-        Ok(Server { read_only: read_only != 0, executed, semi_sync_source: semi != 0, replication, connection_errors })
+        let optional = async { (connection_errors(&mut conn, ep).await, client_connections(&mut conn, ep, f).await) };
+        let (connection_errors, client_connections) =
+            match tokio::time::timeout_at(deadline - OPTIONAL_READINGS_MARGIN, optional).await {
+                Ok(readings) => {
+                    let _ = conn.disconnect().await;
+                    readings
+                }
+                // The connection is dropped in the middle of a statement, not closed politely.
+                Err(_) => {
+                    debug!(endpoint = %ep, "the optional readings ran out of time");
+                    (None, None)
+                }
+            };
+        Ok(Server {
+            read_only: read_only != 0,
+            executed,
+            semi_sync_source: semi != 0,
+            replication,
+            connection_errors,
+            client_connections,
+        })
     }
 
     fn replication_of(&self, row: &Row) -> Result<Replication, GtidParseError> {
@@ -227,11 +275,10 @@ impl DataPlane {
     pub async fn kill_clients(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
         let work = async {
             let mut conn = self.connect(ep).await?;
-            let users = NOT_CLIENTS.iter().map(|u| crate::flavor::quote(u)).collect::<Vec<_>>().join(", ");
             let ids: Vec<u64> = conn
                 .query(format!(
-                    "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER NOT IN ({users}) \
-                     AND COMMAND NOT LIKE 'Binlog Dump%'"
+                    "SELECT ID FROM information_schema.PROCESSLIST WHERE {}",
+                    clients_condition(&NOT_CLIENTS)
                 ))
                 .await
                 .map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e })?;
@@ -364,4 +411,45 @@ async fn connection_errors(conn: &mut Conn, ep: &Endpoint) -> Option<u64> {
         return None;
     }
     rows.iter().map(|(_, value)| value.parse::<u64>().ok()).sum()
+}
+
+/// The client connections of the server on `conn` ([`client_connections_query`]), for
+/// read-replica auto-scaling. Optional like [`connection_errors`]: the clustering never
+/// depends on it.
+async fn client_connections(conn: &mut Conn, ep: &Endpoint, flavor: &dyn FlavorSql) -> Option<u64> {
+    match conn.query_first::<u64, _>(client_connections_query(flavor)).await {
+        Ok(count) => count,
+        Err(e) => {
+            debug!(endpoint = %ep, error = %e, "counting the client connections failed");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Flavor;
+
+    #[test]
+    fn the_count_spares_backups_and_probes_beyond_what_a_demotion_spares() {
+        assert_eq!(
+            clients_condition(&NOT_CLIENTS),
+            "ID <> CONNECTION_ID() AND USER NOT IN ('statecraft', 'repl', 'system user', 'event_scheduler') \
+             AND COMMAND NOT LIKE 'Binlog Dump%'"
+        );
+        assert_eq!(
+            client_connections_query(crate::flavor::sql(Flavor::Mariadb)),
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() \
+             AND USER NOT IN ('statecraft', 'repl', 'system user', 'event_scheduler', 'backup') \
+             AND COMMAND NOT LIKE 'Binlog Dump%' AND NOT (USER = 'mysql' AND HOST = 'localhost')"
+        );
+    }
+
+    #[test]
+    fn mysql_root_over_the_network_is_a_client_though_the_probes_use_root() {
+        let query = client_connections_query(crate::flavor::sql(Flavor::Mysql));
+        assert!(query.ends_with("AND NOT (USER = 'root' AND HOST = 'localhost')"), "{query}");
+        assert!(!query.contains("'root',"), "{query}");
+    }
 }

@@ -7,88 +7,13 @@ use super::decide::{
     Decision, FAILOVER_AFTER_PASSES, Health, Operation, RESEED_WAITS_FOR_MEMBER, RESEED_WAITS_FOR_REPLICAS,
     ReseedReason, Role, decide,
 };
-use super::gtid::GtidSet;
-use super::heal::Healing;
-use super::observed::{Member, Observed, PodState, Replication, Server, ServerState};
-use crate::api::Flavor;
-
-fn g(s: &str) -> GtidSet {
-    GtidSet::parse(Flavor::Mariadb, s).unwrap()
-}
-
-fn addr(i: u32) -> (String, u16) {
-    (format!("db-{i}.db-hl.ns.svc"), 3306)
-}
-
-fn primary(i: u32, gtid: &str) -> Member {
-    Member {
-        ordinal: i,
-        pod: PodState::Running { ready: true },
-        role_label: Some("primary".into()),
-        address: addr(i),
-        server: ServerState::Up(Server {
-            read_only: false,
-            executed: g(gtid),
-            semi_sync_source: true,
-            replication: None,
-            connection_errors: None,
-        }),
-        unreachable_passes: 0,
-    }
-}
-
-fn replica(i: u32, of: u32, gtid: &str) -> Member {
-    Member {
-        ordinal: i,
-        pod: PodState::Running { ready: true },
-        role_label: Some("replica".into()),
-        address: addr(i),
-        server: ServerState::Up(Server {
-            read_only: true,
-            executed: g(gtid),
-            semi_sync_source: false,
-            replication: Some(Replication {
-                source_host: addr(of).0,
-                source_port: 3306,
-                io_running: true,
-                io_connecting: false,
-                sql_running: true,
-                retrieved: g(gtid),
-                lag_seconds: Some(0),
-                last_error: None,
-                source_refused: false,
-            }),
-            connection_errors: None,
-        }),
-        unreachable_passes: 0,
-    }
-}
+use super::fixtures::{addr, cluster, g, primary, replica, server};
+use super::observed::{Member, Observed, PodState, ServerState};
 
 fn down(mut m: Member, passes: u32) -> Member {
     m.server = ServerState::Unreachable("connection refused".into());
     m.unreachable_passes = passes;
     m
-}
-
-fn server(m: &mut Member) -> &mut Server {
-    match &mut m.server {
-        ServerState::Up(s) => s,
-        ServerState::Unreachable(_) => panic!("member is down"),
-    }
-}
-
-fn cluster(members: Vec<Member>) -> Observed {
-    Observed {
-        replicas: members.len() as u32,
-        paused: false,
-        semi_sync: true,
-        ack_count: 1,
-        recorded_primary: Some(0),
-        switchover_to: None,
-        members,
-        heal: Healing::default(),
-        recently_configured: Default::default(),
-    }
 }
 
 fn healthy3() -> Observed {

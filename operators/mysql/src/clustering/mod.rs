@@ -19,3 +19,5 @@ pub mod pass;
 
 #[cfg(test)]
 mod decide_tests;
+#[cfg(test)]
+pub(crate) mod fixtures;

@@ -104,6 +104,13 @@ pub struct Server {
     /// the server started (`Aborted_connects` + `Aborted_clients`), when it said: a jump is
     /// a client or network problem the abnormality detection reports. Nothing decides on it.
     pub connection_errors: Option<u64>,
+    /// Client connections open on the server when observed: every connection except the
+    /// operator's own accounts, replication (a replica's threads and the binlog dump serving
+    /// it), the probes' local account, the backup account and the server's own threads,
+    /// because only clients are load that another read replica would take. `None` when it
+    /// could not be read. Read-replica auto-scaling reads it; the clustering decision never
+    /// does, so a server whose count cannot be read is clustered all the same.
+    pub client_connections: Option<u64>,
 }
 
 /// A configured replication channel.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::batch::v1::Job;
+use kube::api::ListParams;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
@@ -21,7 +22,7 @@ use super::Context;
 use super::pitr::archive_since;
 use crate::MysqlOperator;
 use crate::api::{BinlogArchiveStatus, MySQLBackup, MySQLBackupStatus, MySQLCluster};
-use crate::build::jobs::{BinlogWork, JobParams, job};
+use crate::build::jobs::{BinlogWork, CLUSTER_LABEL, JobParams, KIND_LABEL, job};
 use crate::build::secret::{BACKUP_KEY, REPLICATION_KEY};
 use crate::build::{MYSQL_PORT, Names, ordinal_of};
 use crate::flavor::BACKUP_USER;
@@ -74,6 +75,16 @@ pub async fn reconcile(backup: Arc<MySQLBackup>, ctx: Arc<Context>) -> Result<Ac
 }
 
 /// Completion time of a backup, in Unix seconds.
+/// The backup Job of `cluster` that is running now, if any: restarts and scale-ins wait for
+/// it, since they would take away the server it reads.
+pub async fn running_job(ctx: &Context, cluster: &str) -> Result<Option<String>> {
+    let jobs: Api<Job> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
+    let selector = format!("{CLUSTER_LABEL}={cluster},{KIND_LABEL}=backup");
+    let list =
+        jobs.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing backup Jobs", e))?;
+    Ok(list.items.iter().find(|j| j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0).map(|j| j.name_any()))
+}
+
 fn completed_at(status: &MySQLBackupStatus) -> Option<i64> {
     status.completion_time.as_deref().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.timestamp())
 }

@@ -31,6 +31,9 @@ pub struct ServerMetrics {
     transactions: ClusterFamily<IntGaugeVec>,
     errant: ClusterFamily<IntGaugeVec>,
     abnormality: ClusterFamily<IntGaugeVec>,
+    client_connections: ClusterFamily<IntGaugeVec>,
+    autoscaling_replicas: ClusterFamily<IntGaugeVec>,
+    autoscaling_metric: ClusterFamily<GaugeVec>,
     semi_sync: ClusterFamily<IntGaugeVec>,
     phase: PhaseGauge,
     operations: ClusterFamily<IntCounterVec>,
@@ -87,13 +90,41 @@ impl ServerMetrics {
                 "1 while the operator's abnormality detection finds the member abnormal, by kind.",
                 &["cluster", "member", "kind"],
             )?,
+            client_connections: gauge(
+                "member_client_connections",
+                "Client connections open on the server (not the operator's, replication or probes).",
+                &member,
+            )?,
+            autoscaling_replicas: gauge(
+                "autoscaling_replicas",
+                "Servers read-replica auto-scaling keeps the cluster at (absent without spec.autoScaling).",
+                &["cluster"],
+            )?,
+            autoscaling_metric: ClusterFamily::register(
+                registry,
+                GaugeVec::new(
+                    Opts::new(
+                        "autoscaling_metric",
+                        "The metric read-replica auto-scaling follows, as last measured (absent when it cannot be).",
+                    ),
+                    &["cluster", "metric"],
+                )?,
+            )?,
             backups: BackupMetrics::register(registry)?,
         })
     }
 
     /// The per-member gauges whose values are integers.
-    fn member_gauges(&self) -> [&ClusterFamily<IntGaugeVec>; 6] {
-        [&self.up, &self.primary, &self.read_only, &self.transactions, &self.errant, &self.abnormality]
+    fn member_gauges(&self) -> [&ClusterFamily<IntGaugeVec>; 7] {
+        [
+            &self.up,
+            &self.primary,
+            &self.read_only,
+            &self.transactions,
+            &self.errant,
+            &self.abnormality,
+            &self.client_connections,
+        ]
     }
 
     /// Records one pass's observation and decision of `cluster` (pod names `<cluster>-<n>`).
@@ -115,6 +146,10 @@ impl ServerMetrics {
             if let Some(s) = server {
                 self.read_only.with(&labels).set(i64::from(s.read_only));
                 self.transactions.with(&labels).set(i64::try_from(s.executed.len()).unwrap_or(i64::MAX));
+                match s.client_connections {
+                    Some(n) => self.client_connections.with(&labels).set(i64::try_from(n).unwrap_or(i64::MAX)),
+                    None => self.client_connections.remove(&labels),
+                }
                 if v.role == Some(Role::Primary) {
                     self.semi_sync.with(&[cluster]).set(i64::from(s.semi_sync_source));
                 }
@@ -133,6 +168,22 @@ impl ServerMetrics {
         for kind in Kind::ALL {
             let active = found.iter().any(|a| a.kind == kind);
             self.abnormality.with(&[cluster, member, kind.reason()]).set(i64::from(active));
+        }
+    }
+
+    /// Records what auto-scaling of `cluster` keeps it at and the metric it measured
+    /// (`None`: auto-scaling is off, and both series go; a metric that could not be measured
+    /// loses its series only).
+    pub fn autoscaling(&self, cluster: &str, state: Option<(&str, Option<f64>, u32)>) {
+        self.autoscaling_metric.forget(cluster);
+        match state {
+            Some((metric, value, replicas)) => {
+                self.autoscaling_replicas.with(&[cluster]).set(i64::from(replicas));
+                if let Some(v) = value {
+                    self.autoscaling_metric.with(&[cluster, metric]).set(v);
+                }
+            }
+            None => self.autoscaling_replicas.forget(cluster),
         }
     }
 
@@ -171,6 +222,8 @@ impl ServerMetrics {
         }
         self.lag.forget(cluster);
         self.semi_sync.forget(cluster);
+        self.autoscaling_replicas.forget(cluster);
+        self.autoscaling_metric.forget(cluster);
         self.phase.forget(cluster);
         self.operations.forget(cluster);
         self.backups.forget(cluster);
@@ -207,6 +260,7 @@ mod tests {
                 semi_sync_source: false,
                 replication: None,
                 connection_errors: None,
+                client_connections: None,
             }),
             unreachable_passes: 0,
         };
@@ -259,5 +313,22 @@ mod tests {
         let text = render(&registry);
         assert!(!text.contains(r#"member_up{cluster="db""#), "{text}");
         assert!(!text.contains(r#"cluster_phase{cluster="db""#), "{text}");
+    }
+
+    #[test]
+    fn auto_scaling_exports_its_count_and_metric_until_switched_off() {
+        let registry = Registry::new();
+        let m = ServerMetrics::register(&registry).unwrap();
+        m.autoscaling("db", Some(("client_connections_per_replica", Some(6.5), 3)));
+        let text = render(&registry);
+        assert!(text.contains(r#"autoscaling_replicas{cluster="db"} 3"#), "{text}");
+        assert!(text.contains(r#"autoscaling_metric{cluster="db",metric="client_connections_per_replica"} 6.5"#));
+        // Unmeasurable: the count stays, the stale value goes.
+        m.autoscaling("db", Some(("client_connections_per_replica", None, 5)));
+        let text = render(&registry);
+        assert!(text.contains(r#"autoscaling_replicas{cluster="db"} 5"#), "{text}");
+        assert!(!text.contains("autoscaling_metric{"), "{text}");
+        m.autoscaling("db", None);
+        assert!(!render(&registry).contains("autoscaling_replicas{"), "switched off: no series");
     }
 }

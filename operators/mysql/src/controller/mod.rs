@@ -10,6 +10,8 @@
 //! - [`metrics`]: the servers' state as Prometheus metrics, from the task's observations.
 //! - [`reseed`]: re-seeding a replica (its claim and pod deleted) and the status record
 //!   until it serves again.
+//! - [`scaling`]: read-replica auto-scaling, run by the task: its verdict becomes
+//!   `status.autoScaling.replicas`, the `AutoScaling` condition, Events and metrics.
 //! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
 pub mod backup;
@@ -18,6 +20,7 @@ pub mod pitr;
 pub mod reconcile;
 pub mod reseed;
 pub mod restore;
+pub mod scaling;
 pub mod scheduled;
 pub mod task;
 pub mod upgrade;

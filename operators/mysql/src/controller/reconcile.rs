@@ -87,12 +87,14 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     applier.apply(services::read_only_service(&valid, &names)).await?;
     applier.apply(pdb::pdb(&names)).await?;
     let mut sts = statefulset::statefulset(&valid, &names);
-    // Never remove the primary's pod by scaling down: the clustering task first moves the
-    // primary to a lower ordinal, then the StatefulSet shrinks.
-    if let (Some(spec), Some(primary)) = (sts.spec.as_mut(), recorded_primary(&cluster))
+    if let Some(spec) = sts.spec.as_mut()
         && !cluster.spec.stopped
     {
-        spec.replicas = Some(spec.replicas.unwrap_or(0).max(primary as i32 + 1));
+        // With auto-scaling, the count it decided (in status), not `spec.replicas`. Never
+        // remove the primary's pod by scaling down: the clustering task first moves the
+        // primary to a lower ordinal, then the StatefulSet shrinks.
+        let wanted = crate::autoscale::replicas(&cluster);
+        spec.replicas = Some(recorded_primary(&cluster).map_or(wanted, |p| wanted.max(p as i32 + 1)));
     }
     applier.apply(sts).await?;
     let kinds = [

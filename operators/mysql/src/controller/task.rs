@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -22,9 +21,8 @@ use tracing::{info, warn};
 use super::reconcile::recorded_primary;
 use super::upgrade::{self, Gates};
 use super::{Context, SWITCHOVER_ANNOTATION};
-use super::{reseed, scheduled};
+use super::{backup, reseed, scaling, scheduled};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
-use crate::build::jobs::{CLUSTER_LABEL, KIND_LABEL};
 use crate::build::secret::Passwords;
 use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
@@ -63,6 +61,8 @@ struct Memory {
     insight: crate::insight::Monitor,
     /// When each `(replica, source)` pair was last configured (for [`RECONFIGURE_BACKOFF`]).
     configured: BTreeMap<(u32, u32), Instant>,
+    /// Read-replica auto-scaling's running case.
+    scaler: scaling::Scaler,
 }
 
 /// How long a replica just configured is given before it is configured again, if it still
@@ -140,7 +140,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     let pod_list =
         pods.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing pods", e))?;
 
-    let replicas = if cluster.spec.stopped { 0 } else { cluster.spec.replicas.max(0) as u32 };
+    let replicas = if cluster.spec.stopped { 0 } else { crate::autoscale::replicas(&cluster).max(0) as u32 };
     let highest = pod_list.items.iter().filter_map(|p| ordinal_of(name, &p.name_any())).max().map_or(0, |o| o + 1);
     let targets: Vec<Target> = (0..replicas.max(highest))
         .map(|i| target(&names, i, pod_list.items.iter().find(|p| p.name_any() == names.pod(i))))
@@ -268,6 +268,14 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         rt.events.warning(&cluster, e.reason(), "Schedule", format!("scheduled backup or retention failed: {e}")).await;
     }
 
+    // Auto-scaling judges a valid spec only (the bounds come from it).
+    if valid.is_some() {
+        let rolling = roll.as_ref().is_some_and(|a| *a != Action::Done);
+        if memory.scaler.pass(ctx, &cluster, &observed, &decision, rolling, &mut new_status).await {
+            next = Next::Now;
+        }
+    }
+
     let version = valid.as_ref().map(|v| v.version.to_string());
     fill_status(&mut new_status, &cluster, &names, &observed, &decision, version.as_deref(), roll.as_ref());
     memory.insight.observe(ctx, &cluster, &observed, &mut new_status).await;
@@ -306,14 +314,7 @@ async fn roll_step(
     // Restarts wait for a running backup (a restarted source would fail it); looked up only
     // when some member needs a restart.
     if members.iter().any(|m| m.needs_restart()) {
-        let jobs: Api<Job> = Api::namespaced(rt.client.clone(), &rt.namespace);
-        let selector = format!("{CLUSTER_LABEL}={name},{KIND_LABEL}=backup");
-        let list = jobs
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|e| Error::kube("listing backup Jobs", e))?;
-        gates.backup_running =
-            list.items.iter().find(|j| j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0).map(|j| j.name_any());
+        gates.backup_running = backup::running_job(ctx, &name).await?;
     }
     let mut progress = status.upgrade.clone().unwrap_or_default();
     let step = next_step(&members, &*gates, &progress).await?;

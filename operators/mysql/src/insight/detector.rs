@@ -389,6 +389,7 @@ mod tests {
                 semi_sync_source: false,
                 replication: Some(Replication { lag_seconds: Some(7), ..Default::default() }),
                 connection_errors: Some(3),
+                client_connections: None,
             }),
             unreachable_passes: 0,
         };

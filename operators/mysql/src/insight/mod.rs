@@ -13,9 +13,9 @@ pub mod detector;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
+use statecraft_shared::status::set_custom_condition;
 use tracing::{info, warn};
 
 pub use detector::{Abnormality, Detector, Kind, Sample, Thresholds};
@@ -93,26 +93,10 @@ fn update(raised: &mut BTreeMap<(String, Kind), String>, found: &[Abnormality]) 
 /// standard conditions, `lastTransitionTime` moves only when the status flips.
 fn set_condition(conditions: &mut Vec<Condition>, raised: &BTreeMap<(String, Kind), String>, generation: Option<i64>) {
     let (status, reason, message) = match raised.keys().map(|(_, kind)| *kind).min() {
-        Some(kind) => ("True", kind.reason(), raised.values().cloned().collect::<Vec<_>>().join("; ")),
-        None => ("False", "Normal", "every member behaves as in its recent past".to_string()),
+        Some(kind) => (true, kind.reason(), raised.values().cloned().collect::<Vec<_>>().join("; ")),
+        None => (false, "Normal", "every member behaves as in its recent past".to_string()),
     };
-    let wanted = Condition {
-        type_: CONDITION.to_string(),
-        status: status.to_string(),
-        reason: reason.to_string(),
-        message,
-        observed_generation: generation,
-        last_transition_time: Time(Timestamp::now()),
-    };
-    match conditions.iter_mut().find(|c| c.type_ == CONDITION) {
-        Some(c) if c.status == wanted.status => {
-            c.reason = wanted.reason;
-            c.message = wanted.message;
-            c.observed_generation = wanted.observed_generation;
-        }
-        Some(c) => *c = wanted,
-        None => conditions.push(wanted),
-    }
+    set_custom_condition(conditions, CONDITION, status, reason, &message, generation);
 }
 
 #[cfg(test)]

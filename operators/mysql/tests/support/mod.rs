@@ -138,6 +138,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         stopped: false,
         upgrade_strategy: UpgradeStrategy::default(),
         auto_heal: Default::default(),
+        auto_scaling: None,
     }
 }
 

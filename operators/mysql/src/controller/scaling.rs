@@ -16,7 +16,7 @@ use tracing::info;
 use super::{Context, backup};
 use crate::api::{AutoScalingStatus, MySQLCluster, MySQLClusterStatus};
 use crate::autoscale::{self, Blocker, CONDITION, Policy, Reading, Verdict};
-use crate::clustering::decide::Decision;
+use crate::clustering::decide::{Decision, Health};
 use crate::clustering::observed::Observed;
 
 /// What a cluster's task keeps for auto-scaling between passes. Lost when the operator
@@ -88,7 +88,11 @@ impl Scaler {
                 true
             }
             Verdict::Held { reason, message } => {
-                if self.last_held != Some(*reason) {
+                // An Event when a resize is wanted and held, or when a healthy cluster cannot
+                // be measured; not for the metric missing while a cluster starts or heals
+                // (the condition says it, an Event each creation would be noise).
+                let notable = pressure != Pressure::None || decision.health == Health::Healthy;
+                if notable && self.last_held != Some(*reason) {
                     ctx.rt.events.warning(cluster, reason, "AutoScaling", message.clone()).await;
                     self.last_held = Some(*reason);
                 }

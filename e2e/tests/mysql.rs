@@ -246,6 +246,24 @@ impl Db {
         .await
     }
 
+    /// Waits until auto-scaling has decided `n` servers and then until all `n` serve (Ready,
+    /// every member ready); returns both times, counted from `since`.
+    async fn auto_scaled_to(&self, n: usize, since: Instant) -> Result<(Duration, Duration), statecraft_e2e::E2eError> {
+        wait_until(Duration::from_secs(300), &format!("auto-scaling to decide {n} servers"), || async {
+            let decided = self.status().await.ok()?.auto_scaling?.replicas;
+            (decided == n as i32).then_some(())
+        })
+        .await?;
+        let decided = since.elapsed();
+        wait_until(Duration::from_secs(400), &format!("{n} serving members"), || async {
+            let s = self.status().await.ok()?;
+            let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+            (ready && s.members.len() == n && s.members.iter().all(|m| m.ready)).then_some(())
+        })
+        .await?;
+        Ok((decided, since.elapsed()))
+    }
+
     /// How many times an Event with `reason` was recorded on the cluster.
     async fn events(&self, reason: &str) -> Result<u32, statecraft_e2e::E2eError> {
         events::count(&self.cluster, &self.ns.name, &self.name, reason).await
@@ -1560,10 +1578,6 @@ async fn mysql_read_replicas_scale_out_on_client_connections_and_back_in() -> Te
     let db = Db::create("mysql-autoscale", "db", 3, scaling).await?;
     db.create_table().await?;
     let servers = |s: &crate_api::MySQLClusterStatus| s.auto_scaling.as_ref().map(|a| a.replicas);
-    let serving = |s: &crate_api::MySQLClusterStatus, n: usize| {
-        let ready = s.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
-        ready && s.members.len() == n && s.members.iter().all(|m| m.ready)
-    };
     // Idle, at the minimum: auto-scaling reports itself and keeps 3 servers.
     let status = wait_until(Duration::from_secs(60), "the AutoScaling condition", || async {
         let s = db.status().await.ok()?;
@@ -1588,16 +1602,7 @@ async fn mysql_read_replicas_scale_out_on_client_connections_and_back_in() -> Te
         readers.push(c);
     }
     let loaded = Instant::now();
-    wait_until(Duration::from_secs(180), "auto-scaling to decide 5 servers", || async {
-        (servers(&db.status().await.ok()?) == Some(5)).then_some(())
-    })
-    .await?;
-    let decided_out = loaded.elapsed();
-    wait_until(Duration::from_secs(400), "5 serving members", || async {
-        serving(&db.status().await.ok()?, 5).then_some(())
-    })
-    .await?;
-    let served_out = loaded.elapsed();
+    let (decided_out, served_out) = db.auto_scaled_to(5, loaded).await?;
     eprintln!("scale-out decided after {decided_out:?}, 5 members serving after {served_out:?}");
     assert!(db.events("ScaleOut").await? >= 1, "a ScaleOut Event");
     // 12 connections over 4 replicas is 3 each: between the thresholds, so it stays at 5.
@@ -1609,16 +1614,7 @@ async fn mysql_read_replicas_scale_out_on_client_connections_and_back_in() -> Te
         c.disconnect().await?;
     }
     let idle = Instant::now();
-    wait_until(Duration::from_secs(300), "auto-scaling to decide 3 servers", || async {
-        (servers(&db.status().await.ok()?) == Some(3)).then_some(())
-    })
-    .await?;
-    let decided_in = idle.elapsed();
-    wait_until(Duration::from_secs(400), "3 serving members", || async {
-        serving(&db.status().await.ok()?, 3).then_some(())
-    })
-    .await?;
-    let served_in = idle.elapsed();
+    let (decided_in, served_in) = db.auto_scaled_to(3, idle).await?;
     eprintln!("scale-in decided after {decided_in:?}, 3 members serving after {served_in:?}");
     assert!(db.events("ScaleIn").await? >= 1, "a ScaleIn Event");
     let status = db.status().await?;

@@ -368,7 +368,13 @@ async fn carry_out(
     match result {
         Ok(()) => {
             ctx.metrics.record_step(&names.cluster, step.reason(), true);
-            rt.events.normal(cluster, step.reason(), "Membership", step.message()).await;
+            match step.ordinal() {
+                Some(o) => {
+                    let pod = names.member(o);
+                    rt.events.normal_about_pod(cluster, &pod, step.reason(), "Membership", step.message()).await
+                }
+                None => rt.events.normal(cluster, step.reason(), "Membership", step.message()).await,
+            }
             Ok(true)
         }
         Err(Outcome::Wait(reason, message)) => {
@@ -426,7 +432,8 @@ async fn roll_step(
     if let Action::Restart { member } = &step.action {
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
         delete_if_present(&pods, member).await?;
-        rt.events.normal(cluster, "RestartMember", "Upgrade", format!("restarting {member} on the new revision")).await;
+        let note = format!("restarting {member} on the new revision");
+        rt.events.normal_about_pod(cluster, member, "RestartMember", "Upgrade", note).await;
     }
     if let Action::Replan { member } = &step.action {
         rt.events

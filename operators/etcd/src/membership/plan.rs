@@ -221,6 +221,23 @@ impl Step {
         }
     }
 
+    /// The ordinal of the member the step acts on, if it acts on one: its Event names that
+    /// member's pod, so that the same step on two members is two Events, not one folded
+    /// series.
+    pub fn ordinal(&self) -> Option<u32> {
+        match self {
+            Step::AddLearner { ordinal }
+            | Step::DeleteStaleClaim { ordinal }
+            | Step::RestartPod { ordinal }
+            | Step::Promote { ordinal, .. }
+            | Step::Remove { ordinal, .. }
+            | Step::Replace { ordinal, .. }
+            | Step::Defragment { ordinal, .. } => Some(*ordinal),
+            Step::MoveLeader { to_ordinal, .. } => Some(*to_ordinal),
+            Step::Idle | Step::Wait { .. } | Step::Bootstrap | Step::ClearAlarm { .. } | Step::RecoverNoSpace => None,
+        }
+    }
+
     /// A wait (no action).
     pub fn is_wait(&self) -> bool {
         matches!(self, Step::Wait { .. })

@@ -599,3 +599,13 @@ fn every_step_has_a_reason_and_a_message() {
         assert!(!s.message().is_empty());
     }
 }
+
+#[test]
+fn a_step_on_one_member_names_it_for_its_event() {
+    assert_eq!(Step::AddLearner { ordinal: 3 }.ordinal(), Some(3));
+    assert_eq!(Step::Remove { id: 7, ordinal: 4 }.ordinal(), Some(4));
+    let moved = Step::MoveLeader { from: 1, from_ordinal: 0, to: 2, to_ordinal: 1 };
+    assert_eq!(moved.ordinal(), Some(1), "the new leader");
+    assert_eq!(Step::Bootstrap.ordinal(), None);
+    assert_eq!(Step::RecoverNoSpace.ordinal(), None);
+}

@@ -329,7 +329,8 @@ async fn roll_step(
     if let Action::Restart { member } = &step.action {
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
         pods.delete(member, &Default::default()).await.map_err(|e| Error::kube(format!("deleting pod {member}"), e))?;
-        rt.events.normal(cluster, "RestartMember", "Upgrade", format!("restarting {member} on the new revision")).await;
+        let note = format!("restarting {member} on the new revision");
+        rt.events.normal_about_pod(cluster, member, "RestartMember", "Upgrade", note).await;
     }
     let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. }) || moved.is_some();
     progress.advance(&step, Utc::now());

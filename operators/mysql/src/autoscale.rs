@@ -77,7 +77,7 @@ impl From<&AutoScaling> for Policy {
     }
 }
 
-/// What the metric is called in messages and the metric label.
+/// What the metric is called in messages.
 pub fn metric_name(metric: ScalingMetric) -> &'static str {
     match metric {
         ScalingMetric::ClientConnections => "client connections per replica",

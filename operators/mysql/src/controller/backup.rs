@@ -74,7 +74,6 @@ pub async fn reconcile(backup: Arc<MySQLBackup>, ctx: Arc<Context>) -> Result<Ac
     Ok(action)
 }
 
-/// Completion time of a backup, in Unix seconds.
 /// The backup Job of `cluster` that is running now, if any: restarts and scale-ins wait for
 /// it, since they would take away the server it reads.
 pub async fn running_job(ctx: &Context, cluster: &str) -> Result<Option<String>> {
@@ -85,6 +84,7 @@ pub async fn running_job(ctx: &Context, cluster: &str) -> Result<Option<String>>
     Ok(list.items.iter().find(|j| j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0).map(|j| j.name_any()))
 }
 
+/// Completion time of a backup, in Unix seconds.
 fn completed_at(status: &MySQLBackupStatus) -> Option<i64> {
     status.completion_time.as_deref().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.timestamp())
 }

@@ -126,6 +126,12 @@ pub fn measure(metric: ScalingMetric, o: &Observed, d: &Decision) -> Option<(f64
     }
 }
 
+/// Whether a cluster of `current` servers can shrink within the policy's bounds: only then
+/// is a scale-in worth looking into (an idle cluster at its minimum asks for one every pass).
+pub fn can_shrink(p: &Policy, current: u32) -> bool {
+    next_size(&SIZES, p.min, p.max, current, Pressure::In).is_some()
+}
+
 /// Why the cluster cannot be resized now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Blocker {

@@ -474,3 +474,13 @@ fn measured_then_judged_a_busy_cluster_scales_out() {
     let v = judge(&p, 3, &reading(value, Pressure::Out, 60), blocker(&d, false, false));
     assert!(matches!(v, Verdict::Scale { to: 5, reason: "ScaleOut", .. }), "{v:?}");
 }
+
+#[test]
+fn only_a_cluster_above_its_minimum_can_shrink() {
+    let p = Policy::from(&scaling(3, 5));
+    assert!(can_shrink(&p, 5));
+    assert!(!can_shrink(&p, 3), "at the minimum");
+    let one = Policy::from(&scaling(1, 5));
+    assert!(can_shrink(&one, 3));
+    assert!(!can_shrink(&one, 1));
+}

@@ -56,8 +56,9 @@ impl Scaler {
         let reading = Reading { value, pressure, lasted: self.sustained.lasted(now) };
         let mut blocked = autoscale::blocker(decision, rolling, status.reseeding.is_some());
         // Backups read the highest replica, the first a scale-in removes: looked up only when
-        // a scale-in is due, so that a steady cluster costs no request.
-        if blocked.is_none() && pressure == Pressure::In {
+        // a scale-in is due and possible, so that a steady cluster, or an idle one at its
+        // minimum, costs no request.
+        if blocked.is_none() && pressure == Pressure::In && autoscale::can_shrink(&policy, current) {
             blocked = match backup::running_job(ctx, &name).await {
                 Ok(None) => None,
                 Ok(Some(job)) => Some(Blocker {

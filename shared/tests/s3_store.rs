@@ -167,6 +167,24 @@ async fn failing_reader_leaves_no_object_and_no_upload() {
     assert!(leftovers.is_empty(), "multipart upload not aborted: {leftovers:?}");
 }
 
+/// A reader that fails while the previous part is still being sent: the abort must wait
+/// for that part, or the server stores it after the abort (s3s-fs, like S3, accepts a part
+/// whose request had begun before the upload was aborted). Repeated, since it is a race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_while_a_part_is_in_flight_leaves_no_part_behind() {
+    let server = server().await;
+    let store = small_parts(store(&server, ""));
+    for run in 0..20 {
+        // Two whole parts, then the error on the third read: part 2 is in flight then.
+        let reader = PatternReader::with_end(run, 10 * MIB, StreamEnd::Error);
+        let err = store.upload("racing.sql", reader).await.expect_err("reader failed");
+        assert!(matches!(err, S3Error::Source { .. }), "{err}");
+        let leftovers = server.incomplete_upload_files().expect("read root");
+        assert!(leftovers.is_empty(), "run {run}: parts left after the abort: {leftovers:?}");
+    }
+    assert!(store.list("").await.expect("list").is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_upload_is_aborted() {
     let server = server().await;

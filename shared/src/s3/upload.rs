@@ -196,8 +196,8 @@ impl S3Store {
     }
 
     /// Uploads `first` and the rest of `reader` as parts; returns the parts, the size and
-    /// the hex SHA-256. Part tasks live in `cleanup.tasks` so that they are cancelled with
-    /// the upload.
+    /// the hex SHA-256. Part tasks live in `cleanup.tasks` so that a failed or cancelled
+    /// upload waits for them before it is aborted.
     #[allow(clippy::too_many_arguments)]
     async fn stream_parts<R>(
         &self,
@@ -528,7 +528,7 @@ fn part_result(joined: Result<PartResult, JoinError>) -> PartResult {
     match joined {
         Ok(r) => r,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        // Only Cleanup cancels part tasks, and it drains them itself; but do not panic.
+        // Part tasks are never cancelled (Cleanup lets them finish); but do not panic.
         Err(e) => Err(S3Error::Request {
             bucket: String::new(),
             endpoint: String::new(),
@@ -539,7 +539,7 @@ fn part_result(joined: Result<PartResult, JoinError>) -> PartResult {
     }
 }
 
-/// Undoes a failed or cancelled upload: cancels part tasks, aborts the multipart upload,
+/// Undoes a failed or cancelled upload: waits for part tasks, aborts the multipart upload,
 /// and deletes the object if it was completed but not yet stamped with its checksum.
 /// Runs when [`run`](Cleanup::run) is awaited, or, if the upload future is dropped, in a
 /// spawned task from `Drop`, so that cancellation also leaves nothing visible.
@@ -570,7 +570,7 @@ impl Cleanup {
         self.delete_object = false;
     }
 
-    /// Failure: undo now, and wait for it.
+    /// Failure: undo now, and wait for it (in-flight parts first, then the abort).
     async fn run(mut self) {
         self.take().execute().await;
     }
@@ -617,29 +617,14 @@ struct CleanupWork {
 
 impl CleanupWork {
     async fn execute(mut self) {
-        // Parts still being sent must stop before the abort: S3 may otherwise keep a part
-        // that finishes after the abort.
-        self.tasks.abort_all();
+        // Parts still being sent are let finish, not cancelled: a request whose body the
+        // server already has is stored when the server gets to it, whether or not the
+        // client still waits, so a part cancelled here could land after the abort and be
+        // kept (and billed) as a part of an upload nobody will complete. Each part request
+        // is bounded by the client's timeouts, so this wait is too.
         while self.tasks.join_next().await.is_some() {}
-        if let Some(upload_id) = &self.upload_id {
-            let aborted = self
-                .client
-                .abort_multipart_upload()
-                .bucket(&self.bucket)
-                .key(&self.object_key)
-                .upload_id(upload_id)
-                .send()
-                .await;
-            match aborted {
-                Ok(_) => {
-                    info!(bucket = %self.bucket, key = %self.object_key, %upload_id, "aborted multipart upload")
-                }
-                Err(e) => warn!(
-                    bucket = %self.bucket, key = %self.object_key, %upload_id, error = %DisplayErrorContext(&e),
-                    "could not abort multipart upload; its parts use storage until the bucket's \
-                     AbortIncompleteMultipartUpload lifecycle rule removes them"
-                ),
-            }
+        if let Some(upload_id) = self.upload_id.take() {
+            self.abort(&upload_id).await;
         }
         if self.delete_object {
             match self.client.delete_object().bucket(&self.bucket).key(&self.object_key).send().await {
@@ -653,4 +638,73 @@ impl CleanupWork {
             }
         }
     }
+
+    /// Aborts the multipart upload, then asks for its parts and aborts again while some
+    /// are still listed: S3 documents that a part upload in progress at the time of an
+    /// abort may still succeed, and that freeing all its storage may take more than one
+    /// abort. Stops after [`ABORT_ATTEMPTS`].
+    async fn abort(&self, upload_id: &str) {
+        for attempt in 1..=ABORT_ATTEMPTS {
+            let aborted = self
+                .client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(&self.object_key)
+                .upload_id(upload_id)
+                .send()
+                .await;
+            // A repeated abort may be refused once the upload is gone (NoSuchUpload on S3,
+            // AccessDenied on some compatible servers): the listing below is the verdict.
+            if let Err(e) = &aborted {
+                if attempt == 1 {
+                    warn!(
+                        bucket = %self.bucket, key = %self.object_key, %upload_id, error = %DisplayErrorContext(e),
+                        "could not abort multipart upload; its parts use storage until the bucket's \
+                         AbortIncompleteMultipartUpload lifecycle rule removes them"
+                    );
+                    return;
+                }
+            }
+            let left = self.remaining_parts(upload_id).await;
+            match left {
+                Some(0) | None => {
+                    info!(bucket = %self.bucket, key = %self.object_key, %upload_id, attempt, "aborted multipart upload");
+                    return;
+                }
+                Some(n) if attempt < ABORT_ATTEMPTS => {
+                    warn!(
+                        bucket = %self.bucket, key = %self.object_key, %upload_id, parts = n, attempt,
+                        "parts of the aborted multipart upload are still stored; aborting again"
+                    );
+                    tokio::time::sleep(ABORT_RETRY_DELAY * attempt).await;
+                }
+                Some(n) => warn!(
+                    bucket = %self.bucket, key = %self.object_key, %upload_id, parts = n,
+                    "parts of the aborted multipart upload are still stored after {ABORT_ATTEMPTS} aborts; \
+                     the bucket's AbortIncompleteMultipartUpload lifecycle rule must remove them"
+                ),
+            }
+        }
+    }
+
+    /// How many parts the server still lists for the upload: `None` when it no longer
+    /// knows the upload (the normal answer after an abort) or cannot say.
+    async fn remaining_parts(&self, upload_id: &str) -> Option<usize> {
+        let listed =
+            self.client.list_parts().bucket(&self.bucket).key(&self.object_key).upload_id(upload_id).send().await;
+        match listed {
+            Ok(out) => Some(out.parts().len()),
+            Err(e) => {
+                debug!(bucket = %self.bucket, key = %self.object_key, %upload_id, error = %DisplayErrorContext(&e), "no parts listed after the abort");
+                None
+            }
+        }
+    }
 }
+
+/// Aborts of one multipart upload before its leftover parts are left to the bucket's
+/// lifecycle rule.
+const ABORT_ATTEMPTS: u32 = 3;
+/// Pause before the second abort (doubled before the third): time for a straggling part
+/// to land, so that the next abort removes it.
+const ABORT_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(500);

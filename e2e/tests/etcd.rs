@@ -80,7 +80,7 @@ fn etcd_cluster(name: &str, replicas: i32) -> Result<serde_json::Value, Error> {
 /// The Secret holding the S3 test server's keys, named as `S3Server::location` refers to it.
 fn s3_credentials(s3: &S3Server) -> serde_json::Value {
     json!({
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials"},
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials", "labels": {"statecraft.io/s3-credentials": "true"}},
         "stringData": {"AWS_ACCESS_KEY_ID": s3.access_key(), "AWS_SECRET_ACCESS_KEY": s3.secret_key()}
     })
 }

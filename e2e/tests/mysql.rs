@@ -220,7 +220,7 @@ impl Db {
     /// The Secret `s3-credentials` (what the backup specs name) with `s3`'s keys.
     fn s3_credentials(&self, s3: &S3Server) -> Result<String, statecraft_e2e::E2eError> {
         let creds = json!({
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials"},
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials", "labels": {"statecraft.io/s3-credentials": "true"}},
             "stringData": {"AWS_ACCESS_KEY_ID": s3.access_key(), "AWS_SECRET_ACCESS_KEY": s3.secret_key()}
         });
         self.cluster.kubectl_with_input(&["apply", "-n", &self.ns.name, "-f", "-"], Some(&creds.to_string()))

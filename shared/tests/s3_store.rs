@@ -8,7 +8,11 @@ use std::io::{Seek, SeekFrom, Write};
 use std::time::{Duration, SystemTime};
 
 use chrono::Utc;
-use statecraft_shared::s3::{RetentionPolicy, S3Credentials, S3Error, S3Store, TransferConfig};
+use statecraft_shared::error::ErrorCategory;
+use statecraft_shared::s3::{
+    ENDPOINTS_ANNOTATION, OPT_IN_LABEL, RetentionPolicy, S3Credentials, S3Error, S3Store, TransferConfig,
+    check_credentials,
+};
 use statecraft_shared::testing::s3::{HashingWriter, PatternReader, S3Server, StreamEnd};
 use tokio::io::AsyncReadExt;
 
@@ -376,8 +380,9 @@ async fn store_from_a_kubernetes_secret() {
     let api_server = ApiServer::start().await.expect("kube-apiserver");
     let client = api_server.client().await.expect("client");
     let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), "default");
+    let opted_in = Some([(OPT_IN_LABEL.to_string(), "true".to_string())].into());
     let secret = Secret {
-        metadata: ObjectMeta { name: Some("s3-credentials".into()), ..Default::default() },
+        metadata: ObjectMeta { name: Some("s3-credentials".into()), labels: opted_in, ..Default::default() },
         string_data: Some(
             [
                 ("AWS_ACCESS_KEY_ID".to_string(), s3.access_key().to_string()),
@@ -399,7 +404,35 @@ async fn store_from_a_kubernetes_secret() {
     // A missing Secret is a clear, non-transient error naming it.
     let mut missing = location.clone();
     missing.credentials_secret.name = "nope".into();
-    let err = S3Store::from_secret(client, "default", &missing).await.expect_err("no such secret");
+    let err = S3Store::from_secret(client.clone(), "default", &missing).await.expect_err("no such secret");
     assert!(err.to_string().contains("nope"), "{err}");
     assert!(!err.is_transient());
+
+    // A Secret that did not opt in is never used, whatever keys are named: here a
+    // database password offered as the access key id.
+    let passwords = Secret {
+        metadata: ObjectMeta { name: Some("db-passwords".into()), ..Default::default() },
+        string_data: Some([("root-password".to_string(), "hunter2".to_string())].into()),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &passwords).await.expect("secret");
+    let mut stolen = location.clone();
+    stolen.credentials_secret.name = "db-passwords".into();
+    stolen.credentials_secret.access_key_id_key = "root-password".into();
+    stolen.credentials_secret.secret_access_key_key = "root-password".into();
+    let err = S3Store::from_secret(client.clone(), "default", &stolen).await.expect_err("not opted in");
+    assert!(err.to_string().contains("db-passwords") && err.to_string().contains(OPT_IN_LABEL), "{err}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    let err = check_credentials(client.clone(), "default", &stolen, "spec.location").await.expect_err("refused");
+    assert_eq!(err.category(), ErrorCategory::InvalidSpec, "the user's to fix: {err}");
+    assert!(err.to_string().contains("spec.location.credentialsSecret"), "names the field: {err}");
+
+    // Pinned endpoints: the opted-in Secret refuses any other endpoint.
+    let mut pinned = secrets.get("s3-credentials").await.expect("get");
+    pinned.metadata.annotations =
+        Some([(ENDPOINTS_ANNOTATION.to_string(), "http://elsewhere:9000".to_string())].into());
+    pinned.metadata.managed_fields = None;
+    secrets.replace("s3-credentials", &PostParams::default(), &pinned).await.expect("annotate");
+    let err = check_credentials(client, "default", &location, "spec.location").await.expect_err("endpoint not pinned");
+    assert!(err.to_string().contains(ENDPOINTS_ANNOTATION), "{err}");
 }

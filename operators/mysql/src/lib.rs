@@ -68,7 +68,8 @@ impl Operator for MysqlOperator {
     /// What the future controllers need, nothing more (events and leases are in the base
     /// rules): read the custom resources and patch their status (the restore controller
     /// creates the target cluster, the backup scheduler creates backups and deletes expired
-    /// ones); own the StatefulSet, Services, ConfigMap, Secret and PodDisruptionBudget;
+    /// ones); own the StatefulSet, Services, ConfigMap and PodDisruptionBudget; apply and
+    /// read (never list) Secrets;
     /// read pods, label them with their role and delete them to roll an upgrade; run backup
     /// and restore Jobs; delete the data claim of a replica that is re-seeded
     /// (`spec.autoHeal`).
@@ -79,7 +80,11 @@ impl Operator for MysqlOperator {
             Rule::new(GROUP, &["mysqlrestores"], READ),
             Rule::new(GROUP, &["mysqlclusters/status", "mysqlbackups/status", "mysqlrestores/status"], &["patch"]),
             Rule::new("apps", &["statefulsets"], OWN),
-            Rule::new(CORE_GROUP, &["services", "configmaps", "secrets"], OWN),
+            Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
+            // Secrets: its clusters' password Secrets (applied, read back) and S3
+            // credentials Secrets that opted in (read). No list or watch, which would
+            // hand it every Secret of the namespace; no delete (owner references do that).
+            Rule::new(CORE_GROUP, &["secrets"], &["get", "create", "patch"]),
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "patch", "delete"]),
             Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),

@@ -25,6 +25,7 @@ mod config;
 mod download;
 mod error;
 mod retention;
+mod secret;
 mod upload;
 
 use std::time::Duration;
@@ -34,7 +35,6 @@ use aws_sdk_s3::config::{
 };
 use aws_sdk_s3::primitives::DateTime as SmithyDateTime;
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::Secret;
 use tracing::{debug, info};
 
 pub use config::{
@@ -44,6 +44,7 @@ pub use config::{
 pub use download::{DownloadReceipt, ObjectReader};
 pub use error::{RequestFailure, S3Error};
 pub use retention::{RetentionPolicy, select_for_deletion};
+pub use secret::{ENDPOINTS_ANNOTATION, OPT_IN_LABEL, check_credentials, opted_in_credentials, refusal};
 pub use upload::UploadReceipt;
 
 use error::Target;
@@ -124,31 +125,11 @@ impl S3Store {
         })
     }
 
-    /// Reads the credentials from the location's Secret in `namespace` and builds the
-    /// store. The values are trimmed of surrounding whitespace: a trailing newline from
-    /// `echo ... | base64` is the most common way to get "SignatureDoesNotMatch".
+    /// Reads the credentials from the location's Secret in `namespace` (which must have
+    /// opted in: see [`opted_in_credentials`]) and builds the store.
     pub async fn from_secret(client: kube::Client, namespace: &str, location: &S3Location) -> Result<Self, S3Error> {
         location.validate()?;
-        let r = &location.credentials_secret;
-        let secret_error = |message: String, transient: bool| S3Error::Secret {
-            namespace: namespace.to_owned(),
-            name: r.name.clone(),
-            message,
-            transient,
-        };
-        let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
-        let secret = match api.get(&r.name).await {
-            Ok(s) => s,
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                return Err(secret_error("not found".to_owned(), false));
-            }
-            Err(kube::Error::Api(status)) if (400..500).contains(&status.code) && status.code != 429 => {
-                return Err(secret_error(format!("cannot be read: {}", status.message), false));
-            }
-            Err(e) => return Err(secret_error(format!("cannot be read: {e}"), true)),
-        };
-        let credentials = credentials_from_secret(&secret, r, namespace)?;
-        debug!(namespace, secret = %r.name, access_key_id = %credentials.access_key_id, "read S3 credentials");
+        let credentials = opted_in_credentials(client, namespace, location).await?;
         Self::new(location, credentials)
     }
 
@@ -291,31 +272,6 @@ impl S3Store {
     }
 }
 
-/// Extracts the credentials from a Secret's data (trimmed: see [`S3Store::from_secret`]).
-fn credentials_from_secret(
-    secret: &Secret,
-    r: &S3CredentialsSecretRef,
-    namespace: &str,
-) -> Result<S3Credentials, S3Error> {
-    let secret_error = |message: String| S3Error::Secret {
-        namespace: namespace.to_owned(),
-        name: r.name.clone(),
-        message,
-        transient: false,
-    };
-    let value = |key: &str| -> Result<String, S3Error> {
-        let bytes =
-            secret.data.as_ref().and_then(|d| d.get(key)).ok_or_else(|| secret_error(format!("has no key {key:?}")))?;
-        let text =
-            std::str::from_utf8(&bytes.0).map_err(|_| secret_error(format!("value of {key:?} is not UTF-8")))?.trim();
-        if text.is_empty() {
-            return Err(secret_error(format!("value of {key:?} is empty")));
-        }
-        Ok(text.to_owned())
-    };
-    Ok(S3Credentials::new(value(&r.access_key_id_key)?, value(&r.secret_access_key_key)?))
-}
-
 fn to_chrono(t: &SmithyDateTime) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(t.secs(), t.subsec_nanos())
 }
@@ -365,28 +321,5 @@ mod tests {
         assert_send(&store.download("k", tokio::io::sink(), None));
         assert_send(&store.open("k", None));
         assert_send(&store.apply_retention("", &RetentionPolicy::default(), Utc::now()));
-    }
-
-    #[test]
-    fn credentials_come_from_the_named_keys_trimmed() {
-        use k8s_openapi::ByteString;
-        let secret = Secret {
-            data: Some(
-                [
-                    ("AWS_ACCESS_KEY_ID".to_owned(), ByteString(b"AKID\n".to_vec())),
-                    ("custom".to_owned(), ByteString(b" s3cr3t ".to_vec())),
-                ]
-                .into(),
-            ),
-            ..Default::default()
-        };
-        let mut r = S3CredentialsSecretRef::new("creds");
-        r.secret_access_key_key = "custom".into();
-        let c = credentials_from_secret(&secret, &r, "ns").expect("credentials");
-        assert_eq!((c.access_key_id.as_str(), c.secret_access_key.as_str()), ("AKID", "s3cr3t"));
-
-        let e = credentials_from_secret(&secret, &S3CredentialsSecretRef::new("creds"), "ns").expect_err("no key");
-        assert_eq!(e.to_string(), "S3 credentials Secret ns/creds: has no key \"AWS_SECRET_ACCESS_KEY\"");
-        assert!(!e.is_transient());
     }
 }

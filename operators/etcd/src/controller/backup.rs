@@ -17,6 +17,7 @@ use statecraft_shared::backup::{FAILED, PENDING, RUNNING, SUCCEEDED, created_at}
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::error::ErrorCategory;
 use statecraft_shared::runner::Operator;
+use statecraft_shared::s3::check_credentials;
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
@@ -105,6 +106,9 @@ async fn step(backup: &EtcdBackup, ctx: &Context, status: &mut EtcdBackupStatus)
         ));
     };
     location.validate().map_err(|e| Error::invalid_spec("spec.location", e.to_string()))?;
+    // The Job will be given the location's Secret: only one that opted in.
+    let field = if backup.spec.location.is_some() { "spec.location" } else { "spec.clusterName" };
+    check_credentials(rt.client.clone(), &rt.namespace, &location, field).await?;
     let names = Names::new(cluster_name.clone(), &rt.namespace);
     let members = cluster.status.as_ref().map(|s| s.members.as_slice()).unwrap_or_default();
     let Some((ordinal, member)) = pick_member(&names, members) else {

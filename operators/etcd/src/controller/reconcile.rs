@@ -12,6 +12,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::Result;
 use statecraft_shared::apply::{Applier, OrphanPolicy};
+use statecraft_shared::s3::check_credentials;
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 
 use super::Context;
@@ -33,6 +34,20 @@ pub fn check(cluster: &EtcdCluster) -> Result<ValidSpec> {
     Ok(valid)
 }
 
+/// A cluster still to be bootstrapped from a snapshot gives its first pod the snapshot
+/// store's Secret: only one that opted in (see `statecraft_shared::s3::refusal`). The
+/// membership task makes the same check before it creates the StatefulSet.
+pub async fn bootstrap_credentials(cluster: &EtcdCluster, valid: &ValidSpec, ctx: &Context) -> Result<()> {
+    let bootstrapped = cluster.status.as_ref().is_some_and(|s| s.observed_version.is_some());
+    match &valid.spec.bootstrap_from {
+        Some(source) if !bootstrapped => {
+            let rt = &ctx.rt;
+            check_credentials(rt.client.clone(), &rt.namespace, &source.store, "spec.bootstrapFrom.store").await
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Reconciles one cluster.
 pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<Action> {
     let rt = &ctx.rt;
@@ -43,7 +58,11 @@ pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<A
         ctx.stop_task(&name);
         return Ok(Action::await_change());
     }
-    let valid = match check(&cluster) {
+    let checked = match check(&cluster) {
+        Ok(v) => bootstrap_credentials(&cluster, &v, &ctx).await.map(|()| v),
+        Err(e) => Err(e),
+    };
+    let valid = match checked {
         Ok(v) => v,
         Err(err) => {
             let api: Api<EtcdCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);

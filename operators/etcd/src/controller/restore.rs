@@ -13,6 +13,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::backup::{FAILED, PENDING, SUCCEEDED};
 use statecraft_shared::error::ErrorCategory;
+use statecraft_shared::s3::check_credentials;
 use statecraft_shared::status::{ConditionType, is_true, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
@@ -149,6 +150,9 @@ async fn step(restore: &EtcdRestore, ctx: &Context, status: &mut EtcdRestoreStat
                     return Ok(Action::requeue(POLL));
                 }
             };
+            // The new cluster's first pod will be given the store's Secret.
+            let field = if restore.spec.source.is_some() { "spec.source.store" } else { "spec.backupName" };
+            check_credentials(rt.client.clone(), &rt.namespace, &source.store, field).await?;
             let key = source.key.clone();
             let created = clusters
                 .create(&PostParams::default(), &target(restore, &rt.namespace, source))

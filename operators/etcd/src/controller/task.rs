@@ -24,7 +24,7 @@ use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
 
-use super::reconcile::check;
+use super::reconcile::{bootstrap_credentials, check};
 use super::upgrade::{self, Gates};
 use super::{Context, scheduled};
 use crate::api::{EtcdBackup, EtcdCluster, EtcdClusterStatus, MemberStatus};
@@ -236,7 +236,10 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         // The ConfigMap follows the member list; while no member answers it is left as it
         // is (a cluster whose members are all down must not be bootstrapped again).
         let membership = plan::initial_cluster(&names, &observed);
-        if membership.is_some() || kube.statefulset.is_some() {
+        // A refused snapshot Secret is the reconciler's to report (it runs the same check);
+        // here it only stops the StatefulSet from being created with it.
+        let creatable = kube.statefulset.is_some() || bootstrap_credentials(&cluster, valid, ctx).await.is_ok();
+        if creatable && (membership.is_some() || kube.statefulset.is_some()) {
             let replicas = plan::statefulset_replicas(&observed);
             apply_members(ctx, &cluster, &names, valid, membership.as_ref(), replicas, uid).await?;
         }

@@ -15,6 +15,7 @@ use statecraft_shared::apply::Applier;
 use statecraft_shared::backup::job::{JobPhase, parse_report, termination_message};
 use statecraft_shared::backup::{FAILED, PENDING, RUNNING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
+use statecraft_shared::s3::check_credentials;
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
@@ -126,6 +127,9 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
         ));
     };
     let valid = validate(&cluster.spec)?;
+    // The Job will be given the location's Secret: only one that opted in.
+    let field = if backup.spec.location.is_some() { "spec.location" } else { "spec.clusterName" };
+    check_credentials(rt.client.clone(), &rt.namespace, &location, field).await?;
     let names = Names::new(cluster.name_any(), &rt.namespace);
     let cluster_status = cluster.status.clone().unwrap_or_default();
     // A healthy replica (the highest ordinal, the last to become primary); the primary

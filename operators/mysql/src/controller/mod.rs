@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::runtime::controller::Controller;
@@ -85,7 +85,6 @@ pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         .owns(Api::<StatefulSet>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<Service>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<ConfigMap>::namespaced(client.clone(), &ns), owned.clone())
-        .owns(Api::<Secret>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<PodDisruptionBudget>::namespaced(client, &ns), owned);
     let backups = Controller::new(Api::<MySQLBackup>::namespaced(rt.client.clone(), &ns), watcher::Config::default())
         .owns(Api::<Job>::namespaced(rt.client.clone(), &ns), watcher::Config::default());

@@ -97,10 +97,11 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         spec.replicas = Some(recorded_primary(&cluster).map_or(wanted, |p| wanted.max(p as i32 + 1)));
     }
     applier.apply(sts).await?;
+    // The password Secret is always desired while the cluster exists (and the Role has no
+    // list on Secrets): it is not looked for among the orphans.
     let kinds = [
         ApiResource::erase::<ConfigMap>(&()),
         ApiResource::erase::<Service>(&()),
-        ApiResource::erase::<Secret>(&()),
         ApiResource::erase::<PodDisruptionBudget>(&()),
         ApiResource::erase::<StatefulSet>(&()),
     ];

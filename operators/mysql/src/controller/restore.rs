@@ -18,7 +18,7 @@ use statecraft_shared::backup::{FAILED, PENDING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::error::ErrorCategory;
 use statecraft_shared::runner::Operator;
-use statecraft_shared::s3::S3Location;
+use statecraft_shared::s3::{S3Location, check_credentials};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
@@ -190,6 +190,9 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
         },
     };
     status.binlogs_from = replay.as_ref().map(|r| r.backup.clone());
+    // The Job will be given the location's Secret: only one that opted in.
+    let field = if restore.spec.location.is_some() { "spec.location.store" } else { "spec.backupName" };
+    check_credentials(rt.client.clone(), &rt.namespace, &location, field).await?;
 
     // The target: created here, or already ours; anything else is refused.
     let clusters: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);

@@ -119,6 +119,11 @@ pub trait FlavorSql: Send + Sync {
     fn semi_sync_replica_enabled_variable(&self) -> &'static str;
     /// Variable of the acknowledgement count, when the flavor has one (MariaDB waits for one).
     fn semi_sync_wait_count_variable(&self) -> Option<&'static str>;
+    /// A scalar subquery: `ON` while the source side of semi-sync waits for
+    /// acknowledgements, `OFF` once it fell back to asynchronous replication (or is off).
+    fn semi_sync_source_status_query(&self) -> &'static str;
+    /// A scalar subquery: seconds since the server started.
+    fn uptime_query(&self) -> &'static str;
     /// Query returning the server's GTID position as one string column.
     fn gtid_executed_query(&self) -> &'static str;
     /// Statements to run on a stopped replica, before pointing it at a source, so that a
@@ -316,6 +321,12 @@ impl FlavorSql for MariaDb {
     fn semi_sync_wait_count_variable(&self) -> Option<&'static str> {
         None
     }
+    fn semi_sync_source_status_query(&self) -> &'static str {
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS'"
+    }
+    fn uptime_query(&self) -> &'static str {
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
+    }
     fn gtid_executed_query(&self) -> &'static str {
         "SELECT @@GLOBAL.gtid_current_pos"
     }
@@ -424,6 +435,12 @@ impl FlavorSql for MySql {
     }
     fn semi_sync_wait_count_variable(&self) -> Option<&'static str> {
         Some("rpl_semi_sync_source_wait_for_replica_count")
+    }
+    fn semi_sync_source_status_query(&self) -> &'static str {
+        "SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Rpl_semi_sync_source_status'"
+    }
+    fn uptime_query(&self) -> &'static str {
+        "SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'"
     }
     fn gtid_executed_query(&self) -> &'static str {
         "SELECT @@GLOBAL.gtid_executed"

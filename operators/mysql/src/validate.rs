@@ -9,7 +9,7 @@ use statecraft_shared::{Error, Result};
 
 use crate::api::cluster::{
     MAX_RESEED_BROKEN_AFTER_SECONDS, MAX_SEMI_SYNC_TIMEOUT_SECONDS, MIN_RESEED_BROKEN_AFTER_SECONDS,
-    MIN_SEMI_SYNC_TIMEOUT_SECONDS, SCALE_IN_AFTER_SECONDS, SCALE_OUT_AFTER_SECONDS,
+    MIN_SEMI_SYNC_TIMEOUT_SECONDS, SAFE_SEMI_SYNC_TIMEOUT_SECONDS, SCALE_IN_AFTER_SECONDS, SCALE_OUT_AFTER_SECONDS,
 };
 use crate::api::{AutoScaling, Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
 use crate::image::default_image;
@@ -207,6 +207,16 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
             format!(
                 "must be between {MIN_SEMI_SYNC_TIMEOUT_SECONDS} and {MAX_SEMI_SYNC_TIMEOUT_SECONDS}, not {timeout}: \
                  a short timeout silently falls back to asynchronous replication"
+            ),
+        ));
+    }
+    if timeout < SAFE_SEMI_SYNC_TIMEOUT_SECONDS && !spec.semi_sync.accept_async_fallback {
+        return Err(Error::invalid_spec(
+            "spec.semiSync.timeoutSeconds",
+            format!(
+                "{timeout} is below {SAFE_SEMI_SYNC_TIMEOUT_SECONDS}: an isolated primary would fall back to asynchronous \
+                 replication and acknowledge writes a failover then discards; set spec.semiSync.acceptAsyncFallback: true \
+                 to accept that"
             ),
         ));
     }
@@ -639,11 +649,27 @@ pub(crate) mod tests {
     #[test]
     fn semi_sync_timeout_bounds() {
         for (t, ok) in [(59, false), (60, true), (4_294_967, true), (4_294_968, false), (0, false), (-1, false)] {
-            let s = MySQLClusterSpec { semi_sync: SemiSync { enabled: true, timeout_seconds: t }, ..spec() };
-            let r = validate(&s);
+            let semi_sync = SemiSync { enabled: true, timeout_seconds: t, accept_async_fallback: true };
+            let r = validate(&MySQLClusterSpec { semi_sync, ..spec() });
             assert_eq!(r.is_ok(), ok, "timeout {t}");
             if let Err(e) = r {
                 assert_eq!(field_of(e), "spec.semiSync.timeoutSeconds");
+            }
+        }
+    }
+
+    #[test]
+    fn a_timeout_below_a_day_is_an_explicit_opt_out() {
+        for (t, accept, ok) in [(86_399, false, false), (60, false, false), (86_400, false, true), (60, true, true)] {
+            let semi_sync = SemiSync { enabled: true, timeout_seconds: t, accept_async_fallback: accept };
+            let r = validate(&MySQLClusterSpec { semi_sync, ..spec() });
+            assert_eq!(r.is_ok(), ok, "timeout {t}, accept {accept}");
+            if let Err(e) = r {
+                let text = e.to_string();
+                assert!(
+                    text.contains("spec.semiSync.timeoutSeconds") && text.contains("acceptAsyncFallback"),
+                    "{text}"
+                );
             }
         }
     }

@@ -54,6 +54,8 @@ fn server(executed: &str, read_only: bool, semi_sync_source: bool, replication: 
         read_only,
         executed: GtidSet::parse(Flavor::Mariadb, executed).expect("valid GTID position"),
         semi_sync_source,
+        semi_sync_active: semi_sync_source,
+        uptime_seconds: Some(3600),
         replication,
         connection_errors: Some(0),
         client_connections: Some(2),
@@ -108,6 +110,7 @@ fn registered() -> Registered {
     let lag = Abnormality { member: "db-1".into(), kind: Kind::ReplicationLagSpike, message: String::new(), new: true };
     servers.abnormalities("db", "db-1", &[lag]);
     servers.autoscaling("db", Some(("client_connections_per_replica", Some(2.0), 3)));
+    servers.acknowledgements("db", statecraft_mysql::clustering::acks::Acknowledgements::Waiting { primary: 0 });
 
     let operations = [
         Operation::Bootstrap { primary: 0 },

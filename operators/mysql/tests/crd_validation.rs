@@ -135,6 +135,11 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     });
     let bad_age = with(valid_spec(), "backup", backup_policy);
     assert_rejected(create(&clusters, cluster("a", bad_age)).await, "spec.backup.retention.maxAge");
+    // A semi-sync timeout below a day is an explicit opt-out of the no-loss claim.
+    let short = with(valid_spec(), "semiSync", json!({"timeoutSeconds": 3600}));
+    assert_rejected(create(&clusters, cluster("st", short)).await, "spec.semiSync.acceptAsyncFallback");
+    let accepted = with(valid_spec(), "semiSync", json!({"timeoutSeconds": 3600, "acceptAsyncFallback": true}));
+    assert_eq!(create(&clusters, cluster("sa", accepted)).await, None);
     // Re-seeding broken replicas: not sooner than 30 s.
     let hasty = with(valid_spec(), "autoHeal", json!({"reseedErrant": true, "reseedBrokenAfterSeconds": 10}));
     assert_rejected(create(&clusters, cluster("h", hasty)).await, "spec.autoHeal.reseedBrokenAfterSeconds");

@@ -15,11 +15,13 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use statecraft_mysql::api::Flavor;
 use statecraft_mysql::build::config::{CLIENT_CNF, config_path, ready_sh};
+use statecraft_mysql::clustering::acks::{Acknowledgements, judge};
 use statecraft_mysql::clustering::dataplane::{DataPlane, Endpoint};
-use statecraft_mysql::clustering::decide::{Decision, Health, Operation, Role, decide};
+use statecraft_mysql::clustering::decide::{Decision, Health, Operation, REPLICA_RESTARTED, Role, decide};
 use statecraft_mysql::clustering::heal::Healing;
 use statecraft_mysql::clustering::observed::{Observed, PodState};
 use statecraft_mysql::clustering::pass::{Effect, Streaks, Target, gather, perform};
+use statecraft_mysql::clustering::restarts::Restarts;
 use statecraft_mysql::flavor::{self, OPERATOR_USER, ROOT_USER, accounts_init_sql};
 use support::{MariaDb, client_binary, first_value as value, mariadb_settings, passwords};
 use tokio::sync::Mutex;
@@ -34,6 +36,7 @@ struct Rig {
     labels: Vec<Option<String>>,
     switchover_to: Option<u32>,
     streaks: Streaks,
+    restarts: Restarts,
     /// What `spec.autoHeal` would allow.
     heal: Healing,
     /// Operations performed, in order.
@@ -55,6 +58,7 @@ impl Rig {
             labels: vec![None; n as usize],
             switchover_to: None,
             streaks: Streaks::default(),
+            restarts: Restarts::default(),
             heal: Healing::default(),
             log: Vec::new(),
         }
@@ -78,6 +82,7 @@ impl Rig {
     async fn pass(&mut self) -> Decision {
         let targets = self.targets();
         let members = gather(&self.dp, &targets, self.recorded, &mut self.streaks).await;
+        let restarted = self.restarts.observe(&members, self.recorded, Instant::now());
         let n = self.servers.len() as u32;
         let o = Observed {
             replicas: n,
@@ -89,6 +94,7 @@ impl Rig {
             members,
             heal: self.heal.clone(),
             recently_configured: Default::default(),
+            restarted,
         };
         let d = decide(&o);
         if !matches!(d.operation, Operation::Nothing | Operation::Wait { .. }) {
@@ -116,6 +122,21 @@ impl Rig {
             self.log.push(d.operation.clone());
         }
         d
+    }
+
+    /// One observation, without deciding or performing anything.
+    async fn observed(&mut self) -> Observed {
+        let targets = self.targets();
+        let members = gather(&self.dp, &targets, self.recorded, &mut self.streaks).await;
+        let n = self.servers.len() as u32;
+        Observed {
+            replicas: n,
+            semi_sync: true,
+            ack_count: self.dp.ack_count(n),
+            recorded_primary: self.recorded,
+            members,
+            ..Default::default()
+        }
     }
 
     /// Passes until the decision is Healthy with nothing to do, or `max` passes.
@@ -366,6 +387,94 @@ async fn failover_after_a_primary_crash_keeps_every_acknowledged_write() -> Test
             eprintln!("old primary quarantined with unacknowledged transactions {extra}");
             assert_eq!(old.role, None, "an errant server gets no traffic");
         }
+    }
+    Ok(())
+}
+
+/// The double failure of the reliability review (H3), on real servers: a write whose only
+/// acknowledgement came from a replica that then restarts (MariaDB discards the relay log
+/// when replication starts again) while the primary is down. Promoting either replica would
+/// lose it; the loop waits for the primary instead, which has it.
+#[tokio::test]
+async fn a_replica_restart_during_an_outage_holds_the_failover_and_loses_no_acknowledged_write() -> TestResult {
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    rig.converge(20).await;
+    // Replica 2 stops replicating, replica 1 stops applying: the next commit's only copy
+    // outside the primary is in replica 1's relay log.
+    rig.servers[2].local_admin("STOP SLAVE").await?;
+    rig.servers[1].local_admin("STOP SLAVE SQL_THREAD").await?;
+    let mut p = rig.operator(0).await?;
+    tokio::time::timeout(Duration::from_secs(10), p.query_drop("INSERT INTO app.w (id) VALUES (1)"))
+        .await
+        .map_err(|_| "the insert was not acknowledged")??;
+    drop(p);
+    rig.servers[0].kill();
+    rig.servers[1].restart().await?;
+    let mut held = None;
+    for _ in 0..30 {
+        let d = rig.pass().await;
+        assert!(
+            !rig.log.iter().any(|op| matches!(op, Operation::Promote { .. })),
+            "promoted a replica that may lack the acknowledged write: {:#?}",
+            rig.log
+        );
+        if let Operation::Wait { reason, .. } = d.operation {
+            held = Some(reason);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(held, Some(REPLICA_RESTARTED), "the failover is held with the reason: {:#?}", rig.log);
+
+    // The primary answers again: it is kept, and the acknowledged write is on every server.
+    rig.servers[0].restart().await?;
+    rig.converge(150).await;
+    assert_eq!(rig.recorded, Some(0));
+    for i in 0..3 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = rows(&rig, i).await?;
+        while seen != [1] && Instant::now() < deadline {
+            rig.pass().await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            seen = rows(&rig, i).await?;
+        }
+        assert_eq!(seen, [1], "server {i} has the acknowledged write");
+    }
+    Ok(())
+}
+
+/// A primary whose semi-sync wait timed out falls back to asynchronous replication on its
+/// own; the observation sees it (the `SemiSync` condition, metric and alert follow from
+/// it), and sees it recover once a replica acknowledges again.
+#[tokio::test]
+async fn a_primary_that_fell_back_to_asynchronous_replication_is_seen() -> TestResult {
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    let d = rig.converge(20).await;
+    let o = rig.observed().await;
+    assert_eq!(judge(&o, &d), Acknowledgements::Waiting { primary: 0 });
+
+    // A short timeout (what `acceptAsyncFallback` allows) and no replica listening.
+    rig.servers[0].local_admin("SET GLOBAL rpl_semi_sync_master_timeout = 200").await?;
+    for i in [1, 2] {
+        rig.servers[i].local_admin("STOP SLAVE").await?;
+    }
+    let mut p = rig.operator(0).await?;
+    p.query_drop("INSERT INTO app.w (id) VALUES (1)").await?;
+    let o = rig.observed().await;
+    assert_eq!(judge(&o, &decide(&o)), Acknowledgements::FellBack { primary: 0 }, "{o:#?}");
+
+    // Replicas back: the loop restarts them, they catch up and acknowledge again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let d = rig.pass().await;
+        p.query_drop(format!("INSERT INTO app.w (id) VALUES ({})", 2 + rig.log.len())).await?;
+        let o = rig.observed().await;
+        if judge(&o, &d) == (Acknowledgements::Waiting { primary: 0 }) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "semi-sync did not come back: {o:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())
 }

@@ -304,18 +304,31 @@ pub struct Storage {
 /// Semi-synchronous replication settings.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.timeoutSeconds) || self.timeoutSeconds >= 86400 || (has(self.acceptAsyncFallback) && self.acceptAsyncFallback)",
+     "message": "spec.semiSync.timeoutSeconds below 86400 lets an isolated primary acknowledge writes a failover then discards; set spec.semiSync.acceptAsyncFallback: true to accept that"}
+]))]
 pub struct SemiSync {
     /// Wait for a replica's acknowledgement before a commit returns (wait point
     /// AFTER_SYNC). Turning it off allows losing acknowledged writes on failover.
     #[serde(default = "default_true")]
     pub enabled: bool,
 
-    /// How long, in seconds, the primary waits for an acknowledgement before it would fall
-    /// back to asynchronous replication. Deliberately huge (the default is the largest the
+    /// How long, in seconds, the primary waits for an acknowledgement before it falls back
+    /// to asynchronous replication. Deliberately huge (the default is the largest the
     /// servers accept, about 49 days) so it never falls back silently: the operator fails
-    /// over instead. Between 60 and 4294967.
+    /// over instead. An isolated primary that the operator cannot reach to demote keeps
+    /// waiting this long; after that it acknowledges writes that a failover has already
+    /// discarded. Between 60 and 4294967; below 86400 (a day) only with
+    /// `acceptAsyncFallback: true`.
     #[serde(default = "default_semi_sync_timeout")]
     pub timeout_seconds: i64,
+
+    /// Accept a `timeoutSeconds` below a day, and with it that acknowledged writes may be
+    /// lost after a fallback to asynchronous replication (the `SemiSync` condition and the
+    /// `MySQLSemiSyncFellBack` alert report it). An explicit opt-out of the no-loss claim.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_async_fallback: bool,
 }
 
 fn default_true() -> bool {
@@ -326,6 +339,9 @@ fn default_true() -> bool {
 pub const MAX_SEMI_SYNC_TIMEOUT_SECONDS: i64 = 4_294_967;
 /// The smallest timeout accepted: less lets a short blip fall back to async replication.
 pub const MIN_SEMI_SYNC_TIMEOUT_SECONDS: i64 = 60;
+/// The smallest timeout that keeps the no-loss claim without `acceptAsyncFallback`: an
+/// isolation of the primary this long is one a human has noticed.
+pub const SAFE_SEMI_SYNC_TIMEOUT_SECONDS: i64 = 86_400;
 
 fn default_semi_sync_timeout() -> i64 {
     MAX_SEMI_SYNC_TIMEOUT_SECONDS
@@ -333,7 +349,7 @@ fn default_semi_sync_timeout() -> i64 {
 
 impl Default for SemiSync {
     fn default() -> Self {
-        SemiSync { enabled: true, timeout_seconds: default_semi_sync_timeout() }
+        SemiSync { enabled: true, timeout_seconds: default_semi_sync_timeout(), accept_async_fallback: false }
     }
 }
 

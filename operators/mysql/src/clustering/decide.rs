@@ -22,6 +22,9 @@ pub const RESEED_WAITS_FOR_REPLICAS: &str = "ReseedWaitsForHealthyReplicas";
 /// down): one member at a time.
 pub const RESEED_WAITS_FOR_MEMBER: &str = "ReseedWaitsForMember";
 
+/// Wait reason of a failover held because a replica restarted and may have lost writes.
+pub const REPLICA_RESTARTED: &str = "ReplicaRestartedBeforeFailover";
+
 /// Passes in a row a primary whose pod still runs must fail to answer before a failover
 /// (a pod that is gone or terminating is failed over at once).
 pub const FAILOVER_AFTER_PASSES: u32 = 2;
@@ -544,6 +547,27 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
             format!(
                 "primary {primary_ordinal} is down and {} of {replicas} replicas answer; {needed} are needed to be sure one has every acknowledged write",
                 candidates.len()
+            ),
+        );
+    }
+    // A replica that restarted and has not caught up since may have lost, with its relay
+    // log, a write only it acknowledged: it counts only when another candidate has what it
+    // would have needed (then nothing it could have acknowledged is missing).
+    let intact = |ordinal: u32| match o.restarted.get(&ordinal) {
+        None => true,
+        Some(None) => false,
+        Some(Some(needed)) => candidates.iter().any(|(m, s)| {
+            m.ordinal != ordinal && !o.restarted.contains_key(&m.ordinal) && s.received().contains(needed)
+        }),
+    };
+    let doubtful: Vec<u32> = candidates.iter().map(|(m, _)| m.ordinal).filter(|o| !intact(*o)).collect();
+    if !doubtful.is_empty() && (candidates.len() - doubtful.len()) < needed as usize {
+        return wait(
+            REPLICA_RESTARTED,
+            format!(
+                "primary {primary_ordinal} is down and replica(s) {doubtful:?} restarted without catching up since: a write only \
+                 they acknowledged may have been in the relay log their restart discarded, so no replica is known to have \
+                 every acknowledged write; waiting for primary {primary_ordinal} to answer again"
             ),
         );
     }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::decide::{
-    Decision, FAILOVER_AFTER_PASSES, Health, Operation, RESEED_WAITS_FOR_MEMBER, RESEED_WAITS_FOR_REPLICAS,
-    ReseedReason, Role, decide,
+    Decision, FAILOVER_AFTER_PASSES, Health, Operation, REPLICA_RESTARTED, RESEED_WAITS_FOR_MEMBER,
+    RESEED_WAITS_FOR_REPLICAS, ReseedReason, Role, decide,
 };
 use super::fixtures::{addr, cluster, g, primary, replica, server};
 use super::observed::{Member, Observed, PodState, ServerState};
@@ -271,6 +271,53 @@ fn no_failover_without_enough_replicas_to_hold_every_acknowledged_write() {
     assert_eq!(op(&five), Operation::Fence { ordinals: vec![1, 2, 3] });
     five.ack_count = 1; // MariaDB waits for one: every replica is needed.
     assert!(matches!(op(&five), Operation::Wait { reason: "NotEnoughReplicasForSafeFailover", .. }));
+}
+
+/// The double failure of the reliability review (H3): the primary dies and a replica that
+/// may have held the only acknowledgement restarted, losing its relay log.
+#[test]
+fn no_failover_past_a_replica_that_restarted_without_catching_up() {
+    let mut o = healthy3();
+    o.members[0] = down(primary(0, "0-100-12"), 9);
+    // Replica 1 restarted while the primary was down: what it lost is unknown.
+    o.restarted.insert(1, None);
+    let d = decide(&o);
+    assert!(matches!(d.operation, Operation::Wait { reason: REPLICA_RESTARTED, .. }), "{d:?}");
+
+    // It restarted earlier, when the primary had executed up to 12; replica 2 has 12, so
+    // everything replica 1 could have acknowledged before its restart is on replica 2.
+    for i in [1, 2] {
+        let s = server(&mut o.members[i]);
+        s.executed = g("0-100-12");
+        if let Some(r) = &mut s.replication {
+            r.retrieved = g("0-100-12");
+        }
+    }
+    o.restarted.insert(1, Some(g("0-100-12")));
+    assert_eq!(op(&o), Operation::Fence { ordinals: vec![1, 2] });
+
+    // Replica 2 has only 11: transaction 12 may have been acknowledged by replica 1 alone.
+    let s = server(&mut o.members[2]);
+    s.executed = g("0-100-11");
+    if let Some(r) = &mut s.replication {
+        r.retrieved = g("0-100-11");
+    }
+    assert!(matches!(op(&o), Operation::Wait { reason: REPLICA_RESTARTED, .. }));
+
+    // MySQL waiting for two acknowledgements of four replicas: one doubtful replica still
+    // leaves three intact, enough to hold every acknowledged write.
+    let mut five = cluster(vec![
+        down(primary(0, "0-100-10"), 9),
+        replica(1, 0, "0-100-10"),
+        replica(2, 0, "0-100-10"),
+        replica(3, 0, "0-100-10"),
+        replica(4, 0, "0-100-10"),
+    ]);
+    five.ack_count = 2;
+    five.restarted.insert(4, None);
+    assert_eq!(op(&five), Operation::Fence { ordinals: vec![1, 2, 3, 4] });
+    five.restarted.insert(3, None);
+    assert!(matches!(op(&five), Operation::Wait { reason: REPLICA_RESTARTED, .. }));
 }
 
 #[test]

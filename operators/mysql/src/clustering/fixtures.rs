@@ -28,6 +28,8 @@ pub fn primary(i: u32, gtid: &str) -> Member {
             read_only: false,
             executed: g(gtid),
             semi_sync_source: true,
+            semi_sync_active: true,
+            uptime_seconds: None,
             replication: None,
             connection_errors: None,
             client_connections: None,
@@ -47,6 +49,8 @@ pub fn replica(i: u32, of: u32, gtid: &str) -> Member {
             read_only: true,
             executed: g(gtid),
             semi_sync_source: false,
+            semi_sync_active: false,
+            uptime_seconds: None,
             replication: Some(Replication {
                 source_host: addr(of).0,
                 source_port: 3306,
@@ -85,5 +89,6 @@ pub fn cluster(members: Vec<Member>) -> Observed {
         members,
         heal: Healing::default(),
         recently_configured: Default::default(),
+        restarted: Default::default(),
     }
 }

@@ -2,7 +2,7 @@
 //! replication state. Plain data, so that [`super::decide`] is a pure function and tests
 //! build these by hand (the "fake data plane").
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::gtid::GtidSet;
 use super::heal::Healing;
@@ -34,6 +34,11 @@ pub struct Observed {
     /// be reconfigured in a tight loop, an Event each time, holding up every operation
     /// decided after it. A new source (after a failover) is never held back.
     pub recently_configured: BTreeSet<(u32, u32)>,
+    /// Replicas that restarted and have not received since what the primary had when they
+    /// came back, with that set (`None`: the primary has not answered since). A restart
+    /// discards the relay log (see `super::restarts`), so such a replica may lack a
+    /// transaction that only it acknowledged, unless another replica has that set.
+    pub restarted: BTreeMap<u32, Option<GtidSet>>,
 }
 
 /// One server and its pod.
@@ -98,6 +103,14 @@ pub struct Server {
     pub executed: GtidSet,
     /// The source side of semi-sync is on.
     pub semi_sync_source: bool,
+    /// The source side of semi-sync is on *and* waiting for acknowledgements
+    /// (`Rpl_semi_sync_master_status` / `Rpl_semi_sync_source_status`). On with this off, the
+    /// primary has fallen back to asynchronous replication (its timeout ran out): commits it
+    /// acknowledges now may exist nowhere else.
+    pub semi_sync_active: bool,
+    /// Seconds since the server started (`Uptime`), when it said: a restart shows as an
+    /// uptime that grew less than the time between two observations.
+    pub uptime_seconds: Option<u64>,
     /// Its replication channel, if one is configured.
     pub replication: Option<Replication>,
     /// Connection attempts that failed and connections dropped without a proper close since

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 use statecraft_shared::metrics::{BackupMetrics, ClusterFamily, PhaseGauge};
 
+use crate::clustering::acks::Acknowledgements;
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::observed::Observed;
 use crate::insight::{Abnormality, Kind};
@@ -35,6 +36,7 @@ pub struct ServerMetrics {
     autoscaling_replicas: ClusterFamily<IntGaugeVec>,
     autoscaling_metric: ClusterFamily<GaugeVec>,
     semi_sync: ClusterFamily<IntGaugeVec>,
+    semi_sync_active: ClusterFamily<IntGaugeVec>,
     phase: PhaseGauge,
     operations: ClusterFamily<IntCounterVec>,
     backups: BackupMetrics,
@@ -75,6 +77,12 @@ impl ServerMetrics {
             semi_sync: gauge(
                 "primary_semi_sync_enabled",
                 "1 when the primary waits for replica acknowledgements.",
+                &["cluster"],
+            )?,
+            semi_sync_active: gauge(
+                "primary_semi_sync_active",
+                "1 while the primary waits for replica acknowledgements, 0 once it fell back to \
+                 asynchronous replication (absent where none are expected).",
                 &["cluster"],
             )?,
             phase: PhaseGauge::register(registry, "cluster_phase", "1 for the cluster's current phase.", &phases)?,
@@ -187,6 +195,17 @@ impl ServerMetrics {
         }
     }
 
+    /// Records the primary's acknowledgements: 1 waiting, 0 fallen back, no series where
+    /// none are expected (so the fallback alert never fires for a single server).
+    pub fn acknowledgements(&self, cluster: &str, acks: Acknowledgements) {
+        match acks {
+            Acknowledgements::Waiting { .. } => self.semi_sync_active.with(&[cluster]).set(1),
+            Acknowledgements::FellBack { .. } => self.semi_sync_active.with(&[cluster]).set(0),
+            Acknowledgements::NotExpected => self.semi_sync_active.forget(cluster),
+            Acknowledgements::Starting => {}
+        }
+    }
+
     /// Counts a performed operation.
     pub fn operation(&self, cluster: &str, op: &Operation, ok: bool) {
         let kind = match op {
@@ -222,6 +241,7 @@ impl ServerMetrics {
         }
         self.lag.forget(cluster);
         self.semi_sync.forget(cluster);
+        self.semi_sync_active.forget(cluster);
         self.autoscaling_replicas.forget(cluster);
         self.autoscaling_metric.forget(cluster);
         self.phase.forget(cluster);
@@ -258,6 +278,8 @@ mod tests {
                 read_only: false,
                 executed: GtidSet::parse(Flavor::Mariadb, "0-100-42").unwrap(),
                 semi_sync_source: false,
+                semi_sync_active: false,
+                uptime_seconds: None,
                 replication: None,
                 connection_errors: None,
                 client_connections: None,

@@ -4,6 +4,8 @@
 //!   MySQLCluster's owned objects; it starts one clustering task per cluster.
 //! - [`task`]: the per-cluster clustering task (gather → decide → one operation), which owns
 //!   the cluster's status, the pods' role labels and everything done to the servers.
+//! - [`acks`]: the primary's semi-sync acknowledgements (or its fallback to async) as a
+//!   condition, a metric and Events, run by the task.
 //! - [`backup`]: one Job per MySQLBackup, its report copied into the backup's status.
 //! - [`restore`]: creates the target cluster of a MySQLRestore and loads the backup into it.
 //! - [`scheduled`]: backups on the cluster's schedule, and their retention.
@@ -14,6 +16,7 @@
 //!   `status.autoScaling.replicas`, the `AutoScaling` condition, Events and metrics.
 //! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
+pub mod acks;
 pub mod backup;
 pub mod metrics;
 pub mod pitr;

@@ -21,15 +21,17 @@ use tracing::{info, warn};
 use super::reconcile::recorded_primary;
 use super::upgrade::{self, Gates};
 use super::{Context, SWITCHOVER_ANNOTATION};
-use super::{backup, reseed, scaling, scheduled};
+use super::{acks, backup, reseed, scaling, scheduled};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
 use crate::build::secret::Passwords;
 use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
+use crate::clustering::acks::{Acknowledgements, judge};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
 use crate::clustering::decide::{Decision, Health, Operation, Role, decide};
 use crate::clustering::heal::BrokenClock;
 use crate::clustering::observed::{Member, Observed, PodState};
 use crate::clustering::pass::{Effect, Streaks, Target, gather, perform};
+use crate::clustering::restarts::Restarts;
 use crate::flavor::sql;
 use crate::validate::{check_version_change, validate};
 
@@ -63,6 +65,10 @@ struct Memory {
     configured: BTreeMap<(u32, u32), Instant>,
     /// Read-replica auto-scaling's running case.
     scaler: scaling::Scaler,
+    /// The primary's acknowledgements as last reported (Events only on a change).
+    acks: Option<Acknowledgements>,
+    /// Replicas that restarted and have not caught up since (a failover does not count them).
+    restarts: Restarts,
 }
 
 /// How long a replica just configured is given before it is configured again, if it still
@@ -153,6 +159,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(name, r));
 
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
+    let restarted = memory.restarts.observe(&members, recorded, Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
     let observed = Observed {
         replicas,
@@ -167,6 +174,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             memory.configured.retain(|_, at| at.elapsed() < RECONFIGURE_BACKOFF);
             memory.configured.keys().copied().collect()
         },
+        restarted,
     };
     let decision = decide(&observed);
     ctx.servers.observe(name, &observed, &decision);
@@ -279,6 +287,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     let version = valid.as_ref().map(|v| v.version.to_string());
     fill_status(&mut new_status, &cluster, &names, &observed, &decision, version.as_deref(), roll.as_ref());
     memory.insight.observe(ctx, &cluster, &observed, &mut new_status).await;
+    acks::report(ctx, &cluster, judge(&observed, &decision), &mut memory.acks, &mut new_status).await;
     // The reconciler's verdict on the spec stands: Ready stays False until it is fixed.
     if let Some((reason, message)) = spec_problem {
         set_condition(

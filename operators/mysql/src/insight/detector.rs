@@ -387,6 +387,8 @@ mod tests {
                 read_only: true,
                 executed: GtidSet::parse(Flavor::Mariadb, "0-100-42").expect("valid GTID position"),
                 semi_sync_source: false,
+                semi_sync_active: false,
+                uptime_seconds: None,
                 replication: Some(Replication { lag_seconds: Some(7), ..Default::default() }),
                 connection_errors: Some(3),
                 client_connections: None,

@@ -18,6 +18,9 @@
 //! - [`rebuild`]: replace a StatefulSet member with an empty one (claim, then pod).
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
+// No panics on what a user or the network controls: `make check` (clippy) refuses
+// unwrap, expect and panic outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod apply;
 pub mod autoscale;
@@ -38,7 +41,10 @@ pub mod status;
 pub mod tasks;
 pub mod upgrade;
 
+/// Test support (real servers for tests), not operator code: it may panic on a broken
+/// test machine.
 #[cfg(feature = "testing")]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 pub mod testing;
 
 pub use error::{Error, ErrorCategory, Result};

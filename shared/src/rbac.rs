@@ -567,18 +567,13 @@ impl MergedRule<'_> {
 /// Prints the objects as multi-document YAML in apply order: ServiceAccount, Role,
 /// RoleBinding. Every document starts with `---`, so outputs of several operators can be
 /// concatenated into one file. k8s-openapi serializes `apiVersion` and `kind` itself.
-pub fn to_yaml(rendered: &RenderedRbac) -> String {
-    // These types hold only strings, lists and string-keyed maps, which YAML always
-    // represents; a failure here would be a bug in serde_yaml or k8s-openapi.
-    const INFALLIBLE: &str = "Kubernetes objects always serialize to YAML";
-    [
-        serde_yaml::to_string(&rendered.service_account).expect(INFALLIBLE),
-        serde_yaml::to_string(&rendered.role).expect(INFALLIBLE),
-        serde_yaml::to_string(&rendered.role_binding).expect(INFALLIBLE),
-    ]
-    .iter()
-    .map(|doc| format!("---\n{doc}"))
-    .collect()
+pub fn to_yaml(rendered: &RenderedRbac) -> Result<String, serde_yaml::Error> {
+    let docs = [
+        serde_yaml::to_string(&rendered.service_account)?,
+        serde_yaml::to_string(&rendered.role)?,
+        serde_yaml::to_string(&rendered.role_binding)?,
+    ];
+    Ok(docs.iter().map(|doc| format!("---\n{doc}")).collect())
 }
 
 #[cfg(test)]
@@ -799,9 +794,9 @@ mod tests {
                 Rule::new(CORE_GROUP, &["pods"], &["get"]).with_resource_names(&["mysql-0"]),
             ],
         );
-        let expected = to_yaml(&render(&canonical).expect("renders"));
+        let expected = to_yaml(&render(&canonical).expect("renders")).expect("yaml");
         for other in [&reversed, &split] {
-            assert_eq!(to_yaml(&render(other).expect("renders")), expected);
+            assert_eq!(to_yaml(&render(other).expect("renders")).expect("yaml"), expected);
         }
     }
 
@@ -832,7 +827,7 @@ mod tests {
     #[test]
     fn yaml_has_three_documents_with_api_version_and_kind() {
         let rendered = render(&mysql()).expect("renders");
-        let yaml = to_yaml(&rendered);
+        let yaml = to_yaml(&rendered).expect("yaml");
 
         let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
             .map(|doc| serde_yaml::Value::deserialize(doc).expect("each document parses"))
@@ -928,7 +923,7 @@ subjects:
   name: statecraft-etcd
   namespace: etcd
 ";
-        assert_eq!(to_yaml(&render(&rbac).expect("renders")), expected);
+        assert_eq!(to_yaml(&render(&rbac).expect("renders")).expect("yaml"), expected);
     }
 
     /// The list must cover every cluster-scoped type k8s-openapi knows for this cluster

@@ -6,6 +6,9 @@
 //! - [`build`]: names and addresses of a cluster's members, and pure builders of the
 //!   objects it owns.
 //! - [`membership`]: what a pass observed, and the pure planner of the next membership step.
+// No panics on what a user or the network controls: `make check` (clippy) refuses
+// unwrap, expect and panic outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod api;
 pub mod build;

@@ -3,6 +3,9 @@
 //! The shared scaffolding (`run`, `crd`, `rbac`, leader election, endpoints) is in
 //! place; the Kafka resources and controllers are not written yet, so `crd` prints nothing
 //! and `run` stops with an error saying so rather than pretending to manage anything.
+// No panics on what a user or the network controls: `make check` (clippy) refuses
+// unwrap, expect and panic outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 use std::sync::Arc;
 

@@ -10,6 +10,8 @@ use crate::validate::Version;
 /// The repository of the official MySQL image (not built here: MySQL 8 cannot be installed
 /// on this project's machines).
 const MYSQL_REPOSITORY: &str = "docker.io/library/mysql";
+/// The repository of the official MariaDB image.
+const MARIADB_REPOSITORY: &str = "docker.io/library/mariadb";
 
 /// The image of `flavor` at `version`: for MariaDB, `MARIADB_IMAGE` of images.env when its
 /// tag is the version's series (as built here), else the same repository tagged with the
@@ -17,7 +19,9 @@ const MYSQL_REPOSITORY: &str = "docker.io/library/mysql";
 pub fn default_image(flavor: Flavor, version: &Version) -> String {
     match flavor {
         Flavor::Mariadb => {
-            let image = images_env("MARIADB_IMAGE").expect("deploy/images/images.env has MARIADB_IMAGE");
+            // images.env is compiled in and has MARIADB_IMAGE (a unit test says so); were it
+            // missing, the official repository is the image users would expect.
+            let image = images_env("MARIADB_IMAGE").unwrap_or(MARIADB_REPOSITORY);
             let (repository, tag) = image.rsplit_once(':').unwrap_or((image, ""));
             if tag == version.to_string() { image.to_string() } else { format!("{repository}:{version}") }
         }

@@ -26,6 +26,9 @@
 //!   replication lag (pure; the task carries out its verdict).
 //! - [`backup`] and [`jobs`]: what the backup and restore Jobs run (the logical dump
 //!   streamed to S3, the binary log archive, the point-in-time replay).
+// No panics on what a user or the network controls: `make check` (clippy) refuses
+// unwrap, expect and panic outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod api;
 pub mod autoscale;

@@ -303,7 +303,7 @@ pub fn rbac_yaml<O: Operator>(namespace: &str) -> Result<String> {
     rules.extend(O::rbac_rules());
     let rendered = rbac::render(&rbac::OperatorRbac { name: O::NAME.into(), namespace: namespace.into(), rules })
         .map_err(|e| Error::Permanent(format!("RBAC rules of {}: {e}", O::NAME)))?;
-    Ok(rbac::to_yaml(&rendered))
+    rbac::to_yaml(&rendered).map_err(|e| Error::Permanent(format!("rendering the RBAC of {}: {e}", O::NAME)))
 }
 
 /// The operator's RBAC and Deployment as YAML: what `deploy/<operator>.yaml` holds.

@@ -655,15 +655,15 @@ impl CleanupWork {
                 .await;
             // A repeated abort may be refused once the upload is gone (NoSuchUpload on S3,
             // AccessDenied on some compatible servers): the listing below is the verdict.
-            if let Err(e) = &aborted {
-                if attempt == 1 {
-                    warn!(
-                        bucket = %self.bucket, key = %self.object_key, %upload_id, error = %DisplayErrorContext(e),
-                        "could not abort multipart upload; its parts use storage until the bucket's \
-                         AbortIncompleteMultipartUpload lifecycle rule removes them"
-                    );
-                    return;
-                }
+            if let Err(e) = &aborted
+                && attempt == 1
+            {
+                warn!(
+                    bucket = %self.bucket, key = %self.object_key, %upload_id, error = %DisplayErrorContext(e),
+                    "could not abort multipart upload; its parts use storage until the bucket's \
+                     AbortIncompleteMultipartUpload lifecycle rule removes them"
+                );
+                return;
             }
             let left = self.remaining_parts(upload_id).await;
             match left {

@@ -354,7 +354,9 @@ fn leader_index(observed: &Observed) -> u64 {
 /// Whether `state` has applied the log up to `leader_index`, within [`CATCH_UP_MARGIN`]
 /// and 90% (etcd's own rule for promoting a learner).
 fn applied_within(state: &MemberState, leader_index: u64) -> bool {
-    state.raft_applied_index + CATCH_UP_MARGIN >= leader_index && state.raft_applied_index * 10 >= leader_index * 9
+    // Saturating: raft indexes come from the members; u64::MAX must not overflow.
+    let applied = state.raft_applied_index;
+    applied.saturating_add(CATCH_UP_MARGIN) >= leader_index && u128::from(applied) * 10 >= u128::from(leader_index) * 9
 }
 
 /// Whether member `id` answered and has caught up with the leader: the rule learners are
@@ -650,7 +652,7 @@ impl<'a> View<'a> {
         let worth = |s: &MemberState| {
             s.db_size > 0
                 && s.db_size >= policy.min_db_size
-                && (s.db_size - s.db_size_in_use).saturating_mul(100)
+                && s.db_size.saturating_sub(s.db_size_in_use).saturating_mul(100)
                     >= i64::from(policy.threshold_percent).saturating_mul(s.db_size)
         };
         let (k, m) = self

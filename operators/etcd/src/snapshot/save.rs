@@ -202,13 +202,14 @@ struct StreamCheck {
 
 impl StreamCheck {
     fn update(&mut self, remaining: u64, blob: &[u8]) {
-        let total = *self.total.get_or_insert(remaining + blob.len() as u64);
+        // Saturating: both numbers come from the member.
+        let total = *self.total.get_or_insert(remaining.saturating_add(blob.len() as u64));
         let in_db = total.saturating_sub(self.received).min(blob.len() as u64) as usize;
         self.hasher.update(&blob[..in_db]);
         // Bounded: a misbehaving member cannot make the trailer grow without limit.
         let room = (DIGEST_LEN + 1).saturating_sub(self.trailer.len());
         self.trailer.extend(blob[in_db..].iter().take(room));
-        self.received += blob.len() as u64;
+        self.received = self.received.saturating_add(blob.len() as u64);
     }
 
     fn finish(&mut self) -> Result<(), String> {

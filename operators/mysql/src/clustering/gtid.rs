@@ -107,7 +107,13 @@ impl GtidSet {
 
     /// Number of transactions in the set (for status and metrics).
     pub fn len(&self) -> u64 {
-        self.sources.values().flatten().map(|(lo, hi)| hi - lo + 1).sum()
+        // Saturating: the intervals come from a server, and a hostile or corrupt answer must
+        // not overflow (a panic in debug builds, a wrong count in release builds).
+        self.sources
+            .values()
+            .flatten()
+            .map(|(lo, hi)| hi.saturating_sub(*lo).saturating_add(1))
+            .fold(0, u64::saturating_add)
     }
 
     /// Every transaction of `other` is in `self`. For MariaDB, two positions at the same

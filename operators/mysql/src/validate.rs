@@ -576,6 +576,7 @@ pub(crate) mod tests {
                 name: "copy".into(),
                 spec: with_scaling(3, AutoScaling { scale_in_below: 100, ..scaling() }),
             },
+            deadline: Default::default(),
         };
         assert_eq!(field_of(validate_restore(&restore).unwrap_err()), "spec.target.spec.autoScaling.scaleInBelow");
     }
@@ -655,6 +656,7 @@ pub(crate) mod tests {
                 schedule: schedule.into(),
                 retention: Retention { keep_last, max_age: max_age.map(Into::into) },
                 location: location(),
+                deadline: Default::default(),
             }),
             ..spec()
         };
@@ -686,6 +688,7 @@ pub(crate) mod tests {
             location: None,
             point_in_time: Some("2026-01-31T12:00:00Z".into()),
             target: RestoreTarget { name: "copy".into(), spec: spec() },
+            deadline: Default::default(),
         };
         assert_eq!(validate_restore(&restore).unwrap().spec, spec());
         let bad_time = MySQLRestoreSpec { point_in_time: Some("yesterday".into()), ..restore.clone() };
@@ -721,12 +724,17 @@ pub(crate) mod tests {
 
     #[test]
     fn backups_are_checked() {
-        assert!(validate_backup(&MySQLBackupSpec { cluster_name: "db".into(), location: None }).is_ok());
-        let e = validate_backup(&MySQLBackupSpec { cluster_name: String::new(), location: None }).unwrap_err();
+        let backup = |cluster_name: &str, location| MySQLBackupSpec {
+            cluster_name: cluster_name.into(),
+            location,
+            deadline: Default::default(),
+        };
+        assert!(validate_backup(&backup("db", None)).is_ok());
+        let e = validate_backup(&backup("", None)).unwrap_err();
         assert_eq!(field_of(e), "spec.clusterName");
         let mut l = location();
         l.bucket.clear();
-        let e = validate_backup(&MySQLBackupSpec { cluster_name: "db".into(), location: Some(l) }).unwrap_err();
+        let e = validate_backup(&backup("db", Some(l))).unwrap_err();
         assert_eq!(field_of(e), "spec.location.bucket");
     }
 

@@ -563,15 +563,17 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
     let flavor =
         db.patch(json!({"spec": {"flavor": "mysql", "version": "8.4"}})).err().ok_or("flavor change accepted")?;
     assert!(flavor.to_string().contains("spec.flavor is immutable"), "{flavor}");
+    let owned = db.patch(json!({"spec": {"serverConfig": {"Server-Id": "7"}}})).err().ok_or("server_id accepted")?;
+    assert!(owned.to_string().contains("spec.serverConfig.Server-Id"), "{owned}");
     // Accepted by the schema, refused by the operator: status and a Warning Event.
-    db.patch(json!({"spec": {"serverConfig": {"server_id": "7"}}}))?;
+    db.patch(json!({"spec": {"serverConfig": {"max connections": "7"}}}))?;
     let reason = wait_until(Duration::from_secs(60), "Ready=False with InvalidSpec", || async {
         let s = db.status().await.ok()?;
         let c = s.conditions.iter().find(|c| c.type_ == "Ready")?;
         (c.status == "False" && c.reason == "InvalidSpec").then(|| c.message.clone())
     })
     .await?;
-    assert!(reason.contains("server_id"), "the message names the setting: {reason}");
+    assert!(reason.contains("spec.serverConfig.max connections"), "the message names the setting: {reason}");
     assert!(db.events("InvalidSpec").await? >= 1, "a Warning Event");
     // The server kept running and serving meanwhile.
     let mut c = db.connect().await?;

@@ -1,6 +1,6 @@
 //! What the CRD schema and its CEL rules cannot check, as one pure function: supported
-//! versions per flavor, server settings the operator owns, semi-sync timeout bounds, the
-//! backup schedule and retention. Every error names the field (`Error::InvalidSpec`).
+//! versions per flavor, server settings the operator owns or refuses ([`settings`]),
+//! semi-sync timeout bounds, the backup schedule and retention. Every error names the field (`Error::InvalidSpec`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -80,45 +80,9 @@ fn minimum_patch(flavor: Flavor, series: (u32, u32)) -> u32 {
     }
 }
 
-/// Server settings (normalised: lower case, `_` for `-`, no `loose_` prefix) that the
-/// operator sets itself. Letting a user override them would break replication, failover or
-/// durability.
-pub const OWNED_SETTINGS: &[&str] = &[
-    "server_id",
-    "report_host",
-    "port",
-    "bind_address",
-    "socket",
-    "datadir",
-    "log_bin",
-    "log_basename",
-    "log_slave_updates",
-    "log_replica_updates",
-    "binlog_format",
-    "relay_log",
-    "relay_log_recovery",
-    "read_only",
-    "super_read_only",
-    "skip_slave_start",
-    "skip_replica_start",
-    "enforce_gtid_consistency",
-    "sync_binlog",
-    "innodb_flush_log_at_trx_commit",
-    "plugin_load_add",
-    "plugin_load",
-    "skip_networking",
-    "skip_grant_tables",
-];
+pub mod settings;
 
-/// Prefixes of owned settings (GTID and semi-sync families).
-pub const OWNED_PREFIXES: &[&str] = &["gtid_", "rpl_semi_sync_"];
-
-/// Normalises a my.cnf option name as the servers do: case-insensitive, `-` equals `_`,
-/// and a `loose_` prefix only suppresses unknown-option errors.
-pub fn normalize_setting(key: &str) -> String {
-    let k = key.trim().to_ascii_lowercase().replace('-', "_");
-    k.strip_prefix("loose_").map(str::to_string).unwrap_or(k)
-}
+pub use settings::normalize_setting;
 
 /// A spec that passed [`validate`]; builders take only this.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,11 +150,8 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
         if norm.is_empty() || !norm.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
             return Err(Error::invalid_spec(field, "a setting name has only letters, digits, '-' and '_'"));
         }
-        if OWNED_SETTINGS.contains(&norm.as_str()) || OWNED_PREFIXES.iter().any(|p| norm.starts_with(p)) {
-            return Err(Error::invalid_spec(
-                field,
-                "is set by the operator (replication, failover and durability depend on it) and cannot be overridden",
-            ));
+        if let Some(why) = settings::refusal(&norm, value) {
+            return Err(Error::invalid_spec(field, why));
         }
         if value.contains(['\n', '\r', '\0']) {
             return Err(Error::invalid_spec(field, "a value must be on one line"));
@@ -586,6 +547,7 @@ pub(crate) mod tests {
                 name: "copy".into(),
                 spec: with_scaling(3, AutoScaling { scale_in_below: 100, ..scaling() }),
             },
+            deadline: Default::default(),
         };
         assert_eq!(field_of(validate_restore(&restore).unwrap_err()), "spec.target.spec.autoScaling.scaleInBelow");
     }
@@ -612,6 +574,27 @@ pub(crate) mod tests {
             assert!(e.to_string().contains("set by the operator"), "{key}: {e}");
             assert_eq!(field_of(e), format!("spec.serverConfig.{key}"));
         }
+    }
+
+    #[test]
+    fn settings_that_break_replication_or_recovery_are_refused_naming_the_key() {
+        for (key, value, why) in [
+            ("Slave-Skip-Errors", "all", "diverge"),
+            ("replicate_wild_ignore_table", "db.%", "filters"),
+            ("binlog-do-db", "app", "filters"),
+            ("expire_logs_days", "7", "purged binary logs"),
+            ("loose_sync_binlog", "0", "set by the operator to 1"),
+            ("sync_relay_log", "1", "relay log"),
+            ("skip-log-bin", "", "GTID replication"),
+            ("innodb_doublewrite", "OFF", "torn pages"),
+        ] {
+            let s = MySQLClusterSpec { server_config: [(key.to_string(), value.to_string())].into(), ..spec() };
+            let e = validate(&s).unwrap_err();
+            assert!(e.to_string().contains(why), "{key}: {e}");
+            assert_eq!(field_of(e), format!("spec.serverConfig.{key}"));
+        }
+        let on = MySQLClusterSpec { server_config: [("innodb_doublewrite".into(), "ON".into())].into(), ..spec() };
+        assert!(validate(&on).is_ok(), "the doublewrite buffer may be named as long as it stays on");
     }
 
     #[test]
@@ -681,6 +664,7 @@ pub(crate) mod tests {
                 schedule: schedule.into(),
                 retention: Retention { keep_last, max_age: max_age.map(Into::into) },
                 location: location(),
+                deadline: Default::default(),
             }),
             ..spec()
         };
@@ -712,6 +696,7 @@ pub(crate) mod tests {
             location: None,
             point_in_time: Some("2026-01-31T12:00:00Z".into()),
             target: RestoreTarget { name: "copy".into(), spec: spec() },
+            deadline: Default::default(),
         };
         assert_eq!(validate_restore(&restore).unwrap().spec, spec());
         let bad_time = MySQLRestoreSpec { point_in_time: Some("yesterday".into()), ..restore.clone() };
@@ -747,12 +732,17 @@ pub(crate) mod tests {
 
     #[test]
     fn backups_are_checked() {
-        assert!(validate_backup(&MySQLBackupSpec { cluster_name: "db".into(), location: None }).is_ok());
-        let e = validate_backup(&MySQLBackupSpec { cluster_name: String::new(), location: None }).unwrap_err();
+        let backup = |cluster_name: &str, location| MySQLBackupSpec {
+            cluster_name: cluster_name.into(),
+            location,
+            deadline: Default::default(),
+        };
+        assert!(validate_backup(&backup("db", None)).is_ok());
+        let e = validate_backup(&backup("", None)).unwrap_err();
         assert_eq!(field_of(e), "spec.clusterName");
         let mut l = location();
         l.bucket.clear();
-        let e = validate_backup(&MySQLBackupSpec { cluster_name: "db".into(), location: Some(l) }).unwrap_err();
+        let e = validate_backup(&backup("db", Some(l))).unwrap_err();
         assert_eq!(field_of(e), "spec.location.bucket");
     }
 

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -16,12 +17,15 @@ use statecraft_mysql::MysqlOperator;
 use statecraft_mysql::api::{MySQLBackup, MySQLCluster, MySQLRestore};
 use statecraft_mysql::build::Names;
 use statecraft_mysql::build::config::config_map;
+use statecraft_mysql::build::jobs::{JobParams, job};
 use statecraft_mysql::build::pdb::pdb;
 use statecraft_mysql::build::secret::{Passwords, secret};
 use statecraft_mysql::build::services::{headless_service, read_only_service, read_write_service};
 use statecraft_mysql::build::statefulset::statefulset;
+use statecraft_mysql::validate::settings::REFUSED;
 use statecraft_mysql::validate::validate;
 use statecraft_shared::runner::Operator;
+use statecraft_shared::s3::{S3CredentialsSecretRef, S3Location};
 use statecraft_shared::testing::apiserver::ApiServer;
 
 type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -203,6 +207,60 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     assert_eq!(patch_spec(&clusters, "scaling", json!({"autoScaling": null})).await, None);
     assert_eq!(clusters.get("scaling").await?.spec.auto_scaling, None);
 
+    // Server settings that break replication, re-seeding, point-in-time recovery or the
+    // no-loss claim are refused at admission, in any spelling, naming the key; the table
+    // the rule is generated from is the operator's, so both refuse the same keys.
+    let settings = |key: &str, value: &str| with(valid_spec(), "serverConfig", json!({key: value}));
+    let spellings = [
+        ("Slave-Skip-Errors", "all"),
+        ("loose_sync_binlog", "0"),
+        ("replicate_wild_do_table", "app.%"),
+        ("skip-log-bin", ""),
+        ("LOOSE-Binlog-Expire-Logs-Seconds", "86400"),
+        ("innodb_doublewrite", "OFF"),
+        ("Innodb-Doublewrite", " 0 "),
+        ("skip_innodb_doublewrite", "1"),
+    ];
+    let every_refused = REFUSED
+        .iter()
+        .flat_map(|g| g.names.iter().map(|n| n.to_string()).chain(g.prefixes.iter().map(|p| format!("{p}x"))));
+    for (i, (key, value)) in spellings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .chain(every_refused.map(|k| (k, "1".into())))
+        .enumerate()
+    {
+        let spec = settings(&key, &value);
+        assert_rejected(
+            create(&clusters, cluster(&format!("sc{i}"), spec.clone())).await,
+            &format!("spec.serverConfig.{key}"),
+        );
+        let typed: statecraft_mysql::api::MySQLClusterSpec = serde_json::from_value(spec)?;
+        assert!(validate(&typed).is_err(), "the operator refuses {key} too");
+    }
+    for (key, value) in [("max_connections", "500"), ("innodb_doublewrite", "ON"), ("skip-name-resolve", "1")] {
+        assert_eq!(
+            create(&clusters, cluster(&format!("sc-{}", key.replace('_', "-")), settings(key, value))).await,
+            None
+        );
+    }
+
+    // Job deadlines: bounded, the field named.
+    let policy = |deadline: i64| {
+        json!({
+            "schedule": "0 3 * * *",
+            "location": {"bucket": "x", "credentialsSecret": {"name": "s3"}},
+            "activeDeadlineSeconds": deadline,
+        })
+    };
+    assert_rejected(
+        create(&clusters, cluster("d1", with(valid_spec(), "backup", policy(59)))).await,
+        "spec.backup.activeDeadlineSeconds",
+    );
+    assert_eq!(create(&clusters, cluster("d2", with(valid_spec(), "backup", policy(3600)))).await, None);
+    let deadline = clusters.get("d2").await?.spec.backup.map(|b| b.deadline.active_deadline_seconds);
+    assert_eq!(deadline, Some(Some(3600)));
+
     // Immutable fields; scaling is allowed.
     assert_rejected(patch_spec(&clusters, "ok", json!({"flavor": "mysql"})).await, "spec.flavor");
     assert_rejected(patch_spec(&clusters, "ok", json!({"storage": {"size": "2Gi"}})).await, "spec.storage.size");
@@ -226,6 +284,17 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         .err()
         .map(|e| e.to_string());
     assert_rejected(changed, "immutable");
+    for (name, deadline, accepted) in [("b-short", 30, false), ("b-long", 604_801, false), ("b-hour", 3600, true)] {
+        let backup = json!({
+            "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLBackup",
+            "metadata": {"name": name}, "spec": {"clusterName": "ok", "activeDeadlineSeconds": deadline},
+        });
+        let result = create(&backups, backup).await;
+        match accepted {
+            true => assert_eq!(result, None),
+            false => assert_rejected(result, "spec.activeDeadlineSeconds"),
+        }
+    }
 
     // Restores: exactly one source.
     let restores: Api<MySQLRestore> = Api::namespaced(client.clone(), NS);
@@ -245,6 +314,10 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     assert_rejected(create(&restores, restore("r3", json!({}))).await, "spec.backupName");
     // A point in time is found through the cluster's backups: an explicit object has none.
     assert_rejected(create(&restores, restore("r4", json!({"location": location}))).await, "spec.pointInTime");
+    assert_rejected(
+        create(&restores, restore("r5", json!({"backupName": "b", "activeDeadlineSeconds": 0}))).await,
+        "spec.activeDeadlineSeconds",
+    );
 
     // The built objects of a valid cluster are accepted as they are.
     let valid = validate(&clusters.get("ok").await?.spec)?;
@@ -260,5 +333,27 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     let stored = Api::<Secret>::namespaced(client.clone(), NS).create(&pp, &secret(&names, &passwords)).await?;
     assert_eq!(Passwords::from_secret(&stored), Some(passwords));
     Api::<PodDisruptionBudget>::namespaced(client.clone(), NS).create(&pp, &pdb(&names)).await?;
+    // And a backup Job, with its deadline.
+    let store = S3Location::new("x", "p", S3CredentialsSecretRef::new("s3"));
+    let backup_job = job(&JobParams {
+        name: "b-backup",
+        namespace: NS,
+        task: "backup",
+        cluster: "ok",
+        server_image: &valid.image,
+        operator_image: "statecraft-mysql:dev",
+        flavor: valid.spec.flavor,
+        host: "ok-1.ok-hl.crd.svc",
+        port: 3306,
+        user: "backup",
+        password_secret: ("ok-passwords", "backup-password"),
+        location: &store,
+        key: "ok/b.sql",
+        sha256: None,
+        binlogs: None,
+        deadline_seconds: 3600,
+    });
+    let stored = Api::<Job>::namespaced(client.clone(), NS).create(&pp, &backup_job).await?;
+    assert_eq!(stored.spec.and_then(|s| s.active_deadline_seconds), Some(3600));
     Ok(())
 }

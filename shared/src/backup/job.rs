@@ -177,14 +177,36 @@ pub enum JobPhase {
     Running,
     /// Its pod succeeded.
     Succeeded,
-    /// Its pod failed.
+    /// Its pod failed: its termination message says why.
     Failed,
+    /// It ran past its `activeDeadlineSeconds` and Kubernetes stopped it.
+    DeadlineExceeded,
 }
 
+/// The condition reason Kubernetes gives a Job stopped at its deadline.
+pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+
 impl JobPhase {
-    /// The phase of `job`.
+    /// The phase of `job`. The Job controller's conditions come first: `FailureTarget`
+    /// (the Job has failed, its pods are being stopped) and `Failed` say so before, or
+    /// without, a failed pod being counted (a pod stopped at the deadline, or one that was
+    /// never scheduled).
     pub fn of(job: &Job) -> Self {
         let status = job.status.as_ref();
+        let condition = |types: &[&str]| {
+            status
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| types.contains(&c.type_.as_str()) && c.status == "True"))
+        };
+        if condition(&["Complete", "SuccessCriteriaMet"]).is_some() {
+            return JobPhase::Succeeded;
+        }
+        if let Some(failed) = condition(&["FailureTarget", "Failed"]) {
+            return match failed.reason.as_deref() {
+                Some(DEADLINE_EXCEEDED) => JobPhase::DeadlineExceeded,
+                _ => JobPhase::Failed,
+            };
+        }
         if status.and_then(|s| s.succeeded).unwrap_or(0) > 0 {
             JobPhase::Succeeded
         } else if status.and_then(|s| s.failed).unwrap_or(0) > 0 {
@@ -192,6 +214,43 @@ impl JobPhase {
         } else {
             JobPhase::Running
         }
+    }
+}
+
+/// Whether `job` is running a task now: unfinished and with a pod running (or about to).
+/// This is what holds a roll or a scale-in, so a Job that failed, at its deadline or
+/// otherwise, stops counting the moment Kubernetes says so, even while its pod is still
+/// being stopped.
+pub fn is_running(job: &Job) -> bool {
+    JobPhase::of(job) == JobPhase::Running && job.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
+}
+
+/// Why a task Job failed, for the condition and the Warning Event of its resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailure {
+    /// Condition reason: [`DEADLINE_EXCEEDED`] or `JobFailed`.
+    pub reason: &'static str,
+    /// What happened, after "<task> Job <name> ".
+    pub message: String,
+}
+
+impl JobFailure {
+    /// The failure of `job` (a [`JobPhase::Failed`] or [`JobPhase::DeadlineExceeded`]
+    /// one), with its task's termination message if it left one.
+    pub fn of(job: &Job, termination: Option<&str>) -> Self {
+        let said = termination.map(str::trim).filter(|m| !m.is_empty());
+        if JobPhase::of(job) == JobPhase::DeadlineExceeded {
+            let deadline = job.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+            let limit = deadline.map(|d| format!(" of {d}s")).unwrap_or_default();
+            let last = said.map(|m| format!("; its last output: {m}")).unwrap_or_default();
+            return JobFailure {
+                reason: DEADLINE_EXCEEDED,
+                message: format!(
+                    "ran past its deadline{limit} (activeDeadlineSeconds) and was stopped; raise spec.activeDeadlineSeconds if the task needs longer{last}"
+                ),
+            };
+        }
+        JobFailure { reason: "JobFailed", message: format!("failed: {}", said.unwrap_or("no message")) }
     }
 }
 
@@ -282,7 +341,7 @@ pub fn task_container(
 }
 
 /// What a task Job runs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TaskJob {
     /// Job name (also its pods' prefix).
     pub name: String,
@@ -298,10 +357,14 @@ pub struct TaskJob {
     pub volumes: Vec<Volume>,
     /// User and group the pod runs as (non-root).
     pub run_as: i64,
+    /// How long the Job may run (its `activeDeadlineSeconds`, see
+    /// [`JobDeadline`](super::JobDeadline)).
+    pub active_deadline_seconds: i64,
 }
 
 /// The Job. No retries (`backoffLimit: 0`): a failed task is reported with the reason from
-/// its termination message, and repeating a half-applied restore is not safe. The task
+/// its termination message, and repeating a half-applied restore is not safe. Bounded
+/// (`activeDeadlineSeconds`): a hung task fails instead of holding its Job forever. The task
 /// needs no API access, so the pod gets no service account token.
 pub fn task_job(t: TaskJob) -> Job {
     Job {
@@ -313,6 +376,7 @@ pub fn task_job(t: TaskJob) -> Job {
         },
         spec: Some(JobSpec {
             backoff_limit: Some(0),
+            active_deadline_seconds: Some(t.active_deadline_seconds),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta { labels: Some(t.labels), ..Default::default() }),
                 spec: Some(PodSpec {
@@ -342,7 +406,7 @@ pub fn task_job(t: TaskJob) -> Job {
 mod tests {
     use super::*;
     use crate::s3::S3CredentialsSecretRef;
-    use k8s_openapi::api::batch::v1::JobStatus;
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
     use std::collections::HashMap;
 
     #[test]
@@ -379,6 +443,64 @@ mod tests {
         assert_eq!(JobPhase::of(&job(None, Some(0))), JobPhase::Running);
         assert_eq!(JobPhase::of(&job(Some(1), None)), JobPhase::Succeeded);
         assert_eq!(JobPhase::of(&job(None, Some(1))), JobPhase::Failed);
+    }
+
+    fn with_condition(type_: &str, reason: &str, active: i32) -> Job {
+        Job {
+            spec: Some(JobSpec { active_deadline_seconds: Some(600), ..Default::default() }),
+            status: Some(JobStatus {
+                active: Some(active),
+                conditions: Some(vec![JobCondition {
+                    type_: type_.into(),
+                    status: "True".into(),
+                    reason: Some(reason.into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_job_stopped_at_its_deadline_failed_and_no_longer_runs() {
+        // FailureTarget comes while the pod is still being stopped (still counted active),
+        // Failed once it is gone; neither counts a failed pod.
+        for type_ in ["FailureTarget", "Failed"] {
+            let job = with_condition(type_, DEADLINE_EXCEEDED, 1);
+            assert_eq!(JobPhase::of(&job), JobPhase::DeadlineExceeded, "{type_}");
+            assert!(!is_running(&job), "{type_}: a failed Job holds nothing");
+            let failure = JobFailure::of(&job, Some("  dumping table t\n"));
+            assert_eq!(failure.reason, "DeadlineExceeded");
+            assert!(failure.message.contains("deadline of 600s"), "{}", failure.message);
+            assert!(failure.message.contains("spec.activeDeadlineSeconds"), "names the field: {}", failure.message);
+            assert!(failure.message.ends_with("its last output: dumping table t"), "{}", failure.message);
+        }
+        let other = with_condition("Failed", "BackoffLimitExceeded", 0);
+        assert_eq!(JobPhase::of(&other), JobPhase::Failed);
+        assert_eq!(
+            JobFailure::of(&other, Some("backup failed: access denied")),
+            JobFailure { reason: "JobFailed", message: "failed: backup failed: access denied".into() }
+        );
+        assert_eq!(JobFailure::of(&other, None).message, "failed: no message");
+        let done = with_condition("Complete", "CompletionsReached", 0);
+        assert_eq!(JobPhase::of(&done), JobPhase::Succeeded);
+        assert!(!is_running(&done));
+    }
+
+    #[test]
+    fn a_job_runs_while_it_has_an_active_pod_and_no_verdict() {
+        let job = |active| Job {
+            status: Some(JobStatus { active: Some(active), ..Default::default() }),
+            ..Default::default()
+        };
+        assert!(is_running(&job(1)));
+        assert!(!is_running(&job(0)));
+        let mut unsure = with_condition("Failed", DEADLINE_EXCEEDED, 1);
+        if let Some(c) = unsure.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            c[0].status = "False".into();
+        }
+        assert!(is_running(&unsure), "a condition that is not True is no verdict");
     }
 
     #[test]
@@ -428,9 +550,11 @@ mod tests {
             container: task_container("backup", "op:1", vec!["op".into()], vec![], vec![]),
             volumes: vec![],
             run_as: 65532,
+            active_deadline_seconds: 900,
         });
         let spec = job.spec.expect("spec");
         assert_eq!(spec.backoff_limit, Some(0));
+        assert_eq!(spec.active_deadline_seconds, Some(900), "a hung task cannot hold its Job forever");
         let pod = spec.template.spec.expect("pod");
         assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
         assert_eq!(pod.automount_service_account_token, Some(false));

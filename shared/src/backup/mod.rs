@@ -7,6 +7,7 @@
 //! - [`job`]: the Job that runs a backup or restore task in a pod — its skeleton, its S3
 //!   parameters, its phase, and the JSON report it leaves in its termination message.
 //! - [`scheduled`]: backups created on the policy's schedule, and their retention.
+//! - [`JobDeadline`]: how long a backup or restore Job may run (`activeDeadlineSeconds`).
 
 pub mod job;
 pub mod schedule;
@@ -45,6 +46,45 @@ pub struct BackupPolicy {
 
     /// Where backups are stored.
     pub location: S3Location,
+
+    /// How long each scheduled backup's Job may run (see the backup resource's field).
+    #[serde(flatten)]
+    pub deadline: JobDeadline,
+}
+
+/// Default of [`JobDeadline`]: six hours, room for a large dump on a slow store.
+pub const DEFAULT_DEADLINE_SECONDS: i64 = 6 * 3600;
+/// Shortest deadline accepted: a task's pod needs time to be scheduled and pull images.
+pub const MIN_DEADLINE_SECONDS: i64 = 60;
+/// Longest deadline accepted: a week; anything longer is a hung Job, not a slow one.
+pub const MAX_DEADLINE_SECONDS: i64 = 7 * 24 * 3600;
+
+/// How long a backup or restore Job may run: without a bound, a task that hangs (a stuck
+/// connection, an S3 endpoint that stops answering) holds its Job, and the rolls and
+/// scale-ins that wait for a running backup, forever. Embedded (flattened) in the backup
+/// and restore resources and in the cluster's backup policy.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobDeadline {
+    /// Seconds the Job may run before Kubernetes stops it (the Job's
+    /// activeDeadlineSeconds); the backup or restore then fails with reason
+    /// DeadlineExceeded. Between 60 and 604800 (a week). Unset: the cluster's
+    /// spec.backup.activeDeadlineSeconds for a backup, else 21600 (six hours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = MIN_DEADLINE_SECONDS, max = MAX_DEADLINE_SECONDS))]
+    pub active_deadline_seconds: Option<i64>,
+}
+
+impl JobDeadline {
+    /// The deadline in seconds: this one, else `fallback`'s (the cluster's policy), else
+    /// [`DEFAULT_DEADLINE_SECONDS`]. Kept within the accepted bounds, which the CRD schema
+    /// enforces anyway, so that a Job is never created with a deadline the API refuses.
+    pub fn seconds(&self, fallback: Option<&JobDeadline>) -> i64 {
+        self.active_deadline_seconds
+            .or_else(|| fallback.and_then(|f| f.active_deadline_seconds))
+            .unwrap_or(DEFAULT_DEADLINE_SECONDS)
+            .clamp(MIN_DEADLINE_SECONDS, MAX_DEADLINE_SECONDS)
+    }
 }
 
 /// Which backups are kept. A backup is deleted when either limit says so; the newest
@@ -120,6 +160,7 @@ mod tests {
             schedule: schedule.into(),
             retention: Retention { keep_last, max_age: max_age.map(Into::into) },
             location: S3Location::new("b", "p", S3CredentialsSecretRef::new("s")),
+            deadline: JobDeadline::default(),
         }
     }
 
@@ -148,6 +189,31 @@ mod tests {
         assert_eq!(r.keep_last, Some(7));
         assert_eq!(r.max_age, Some(Duration::from_secs(36 * 3600)));
         assert!(policy("0 3 * * *", None, None).retention_policy().is_empty());
+    }
+
+    #[test]
+    fn deadlines_fall_back_to_the_policy_then_six_hours() {
+        let set = |s| JobDeadline { active_deadline_seconds: Some(s) };
+        assert_eq!(JobDeadline::default().seconds(None), 21_600);
+        assert_eq!(JobDeadline::default().seconds(Some(&JobDeadline::default())), 21_600);
+        assert_eq!(JobDeadline::default().seconds(Some(&set(900))), 900, "the cluster's policy");
+        assert_eq!(set(120).seconds(Some(&set(900))), 120, "the resource's own wins");
+        assert_eq!(set(1).seconds(None), MIN_DEADLINE_SECONDS, "never below what the schema accepts");
+        assert_eq!(set(i64::MAX).seconds(None), MAX_DEADLINE_SECONDS);
+    }
+
+    #[test]
+    fn the_deadline_is_a_bounded_field_of_the_embedding_resource() {
+        let schema = serde_json::to_value(schemars::schema_for!(BackupPolicy)).expect("schema");
+        let field = &schema["properties"]["activeDeadlineSeconds"];
+        assert_eq!((field["minimum"].as_i64(), field["maximum"].as_i64()), (Some(60), Some(604_800)), "{schema}");
+        let p: BackupPolicy = serde_json::from_value(serde_json::json!({
+            "schedule": "0 3 * * *",
+            "location": {"bucket": "b", "credentialsSecret": {"name": "s"}},
+            "activeDeadlineSeconds": 600,
+        }))
+        .expect("parses");
+        assert_eq!(p.deadline.active_deadline_seconds, Some(600));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use statecraft_shared::backup::JobDeadline;
 use statecraft_shared::s3::S3Location;
 
 /// One snapshot of an EtcdCluster, taken from a healthy member (a follower when there is
@@ -37,6 +38,10 @@ pub struct EtcdBackupSpec {
     /// (spec.backup.location of the EtcdCluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<S3Location>,
+
+    /// How long the backup Job may run.
+    #[serde(flatten)]
+    pub deadline: JobDeadline,
 }
 
 /// Observed state of an EtcdBackup.

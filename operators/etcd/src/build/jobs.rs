@@ -69,6 +69,8 @@ pub struct BackupJob<'a> {
     pub location: &'a S3Location,
     /// The object key.
     pub key: &'a str,
+    /// How long the Job may run (see [`statecraft_shared::backup::JobDeadline`]).
+    pub deadline_seconds: i64,
 }
 
 /// The backup Job.
@@ -88,6 +90,7 @@ pub fn backup_job(p: &BackupJob<'_>) -> Job {
         container: task_container(BACKUP_TASK, p.operator_image, command, vars, Vec::new()),
         volumes: Vec::new(),
         run_as: OPERATOR_UID,
+        active_deadline_seconds: p.deadline_seconds,
     })
 }
 
@@ -108,7 +111,9 @@ mod tests {
             member: "main-1",
             location: &location,
             key: "main/20260101T000000Z-nightly.db",
+            deadline_seconds: 1800,
         });
+        assert_eq!(job.spec.as_ref().and_then(|s| s.active_deadline_seconds), Some(1800));
         assert_eq!(job.metadata.labels.as_ref().map(|l| l[CLUSTER_LABEL].as_str()), Some("main"));
         let pod = job.spec.and_then(|s| s.template.spec).expect("pod spec");
         assert_eq!(pod.init_containers, None, "the operator image needs nothing copied in");

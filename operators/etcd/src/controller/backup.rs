@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
-use statecraft_shared::backup::job::{JobPhase, parse_report, termination_message};
+use statecraft_shared::backup::job::{JobFailure, JobPhase, parse_report, termination_message};
 use statecraft_shared::backup::{FAILED, PENDING, RUNNING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::error::ErrorCategory;
@@ -130,6 +130,7 @@ async fn step(backup: &EtcdBackup, ctx: &Context, status: &mut EtcdBackupStatus)
         member: &member.name,
         location: &location,
         key: &key,
+        deadline_seconds: backup.spec.deadline.seconds(cluster.spec.backup.as_ref().map(|b| &b.deadline)),
     });
     let mut applier = Applier::new(rt.client.clone(), rt.field_manager, backup, &rt.apply_cache)?;
     applier.apply(desired).await?;
@@ -162,13 +163,12 @@ async fn observe_job(backup: &EtcdBackup, ctx: &Context, job: &Job, status: &mut
             rt.events.normal(backup, "BackupSucceeded", "Backup", message).await;
             Ok(Action::await_change())
         }
-        JobPhase::Failed => {
-            let message = termination_message(rt.client.clone(), &rt.namespace, &name)
-                .await?
-                .unwrap_or_else(|| "no message".into());
-            let message = format!("backup Job {name} failed: {}", message.trim());
+        JobPhase::Failed | JobPhase::DeadlineExceeded => {
+            let message = termination_message(rt.client.clone(), &rt.namespace, &name).await?;
+            let failure = JobFailure::of(job, message.as_deref());
+            let message = format!("backup Job {name} {}", failure.message);
             status.completion_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
-            set_phase(status, backup, FAILED, "JobFailed", &message);
+            set_phase(status, backup, FAILED, failure.reason, &message);
             ctx.metrics.record_backup(&backup.spec.cluster_name, false, Utc::now().timestamp());
             rt.events.warning(backup, "BackupFailed", "Backup", message).await;
             Ok(Action::await_change())

@@ -21,7 +21,10 @@ impl ScheduledBackup for EtcdBackup {
     const SCHEDULED_LABEL: &'static str = SCHEDULED_LABEL;
 
     fn of_cluster(cluster: &str) -> Self {
-        EtcdBackup::new("", EtcdBackupSpec { cluster_name: cluster.to_string(), location: None })
+        EtcdBackup::new(
+            "",
+            EtcdBackupSpec { cluster_name: cluster.to_string(), location: None, deadline: Default::default() },
+        )
     }
 
     fn location(&self) -> Option<&S3Location> {

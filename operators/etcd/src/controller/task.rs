@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
+use statecraft_shared::backup::job::is_running;
 use statecraft_shared::rebuild::{delete_if_present, rebuild_member};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::tokio_util::sync::CancellationToken;
@@ -478,7 +479,8 @@ async fn detect_abnormalities(
     detector.retain(|m| members.iter().any(|(name, _)| name == m));
 }
 
-/// A snapshot Job of the cluster that is running, if any.
+/// A snapshot Job of the cluster that is running, if any (one that failed, at its deadline
+/// too, is not, even while its pod is still being stopped).
 async fn running_backup_job(ctx: &Context, names: &Names) -> Result<Option<String>> {
     let rt = &ctx.rt;
     let jobs: Api<Job> = Api::namespaced(rt.client.clone(), &rt.namespace);
@@ -487,7 +489,7 @@ async fn running_backup_job(ctx: &Context, names: &Names) -> Result<Option<Strin
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|e| Error::kube("listing snapshot Jobs", e))?;
-    Ok(list.items.iter().find(|j| j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0).map(|j| j.name_any()))
+    Ok(list.items.iter().find(|j| is_running(j)).map(|j| j.name_any()))
 }
 
 /// The newest succeeded EtcdBackup of the cluster and its completion (Unix seconds).

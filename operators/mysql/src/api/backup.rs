@@ -4,6 +4,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use statecraft_shared::backup::JobDeadline;
 use statecraft_shared::s3::S3Location;
 
 /// One backup of a MySQLCluster: a logical dump taken from a replica (or the primary of a
@@ -36,6 +37,10 @@ pub struct MySQLBackupSpec {
     /// (spec.backup.location of the MySQLCluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<S3Location>,
+
+    /// How long the backup Job may run.
+    #[serde(flatten)]
+    pub deadline: JobDeadline,
 }
 
 /// Observed state of a MySQLBackup.

@@ -91,9 +91,18 @@ pub struct MySQLClusterSpec {
     pub resources: Option<ResourceRequirements>,
 
     /// Server settings added to the generated my.cnf (`[mysqld]` section), e.g.
-    /// `max_connections: "500"`. Settings the operator owns (server_id, GTID, binary log,
-    /// read_only, semi-sync) are refused.
+    /// `max_connections: "500"`. Names are compared as the server does (case-insensitive,
+    /// `-` equals `_`, `loose-` ignored). Refused: the settings the operator owns (server_id,
+    /// GTID, binary and relay log, read_only, sync_binlog, innodb_flush_log_at_trx_commit,
+    /// semi-sync) and those that break replication, re-seeding or point-in-time recovery
+    /// (slave_skip_errors, replicate_* and binlog_*_db filters, binary log expiry,
+    /// innodb_doublewrite off). At most 128 settings, values up to 4096 characters.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend(
+        "maxProperties" = crate::validate::settings::MAX_SETTINGS,
+        "additionalProperties" = {"type": "string", "maxLength": crate::validate::settings::MAX_VALUE_LENGTH},
+        "x-kubernetes-validations" = crate::validate::settings::cel_rules()
+    ))]
     pub server_config: BTreeMap<String, String>,
 
     /// Semi-synchronous replication: the primary acknowledges a commit only after a replica

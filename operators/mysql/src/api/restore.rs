@@ -5,6 +5,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use statecraft_shared::backup::JobDeadline;
+
 use super::cluster::MySQLClusterSpec;
 
 /// Creates a new MySQLCluster whose data comes from a backup, optionally rolled forward
@@ -57,6 +59,10 @@ pub struct MySQLRestoreSpec {
 
     /// The cluster to create.
     pub target: RestoreTarget,
+
+    /// How long the restore Job (loading the dump, replaying binary logs) may run.
+    #[serde(flatten)]
+    pub deadline: JobDeadline,
 }
 
 /// A backup object in S3.

@@ -123,6 +123,8 @@ pub struct JobParams<'a> {
     pub sha256: Option<&'a str>,
     /// Binary logs to archive or replay.
     pub binlogs: Option<BinlogWork<'a>>,
+    /// How long the Job may run (see [`statecraft_shared::backup::JobDeadline`]).
+    pub deadline_seconds: i64,
 }
 
 /// The Job (the shared task Job): the server image, for its clients, running the
@@ -175,6 +177,7 @@ pub fn job(p: &JobParams<'_>) -> Job {
         ),
         volumes: vec![empty("bin"), empty("tmp")],
         run_as: MYSQL_UID,
+        active_deadline_seconds: p.deadline_seconds,
     })
 }
 
@@ -200,6 +203,7 @@ mod tests {
             key: "db/nightly.sql",
             sha256: None,
             binlogs: None,
+            deadline_seconds: 21_600,
         }
     }
 
@@ -209,6 +213,7 @@ mod tests {
         let job = job(&params(&location));
         let spec = job.spec.as_ref().unwrap();
         assert_eq!(spec.backoff_limit, Some(0));
+        assert_eq!(spec.active_deadline_seconds, Some(21_600));
         let pod = spec.template.spec.as_ref().unwrap();
         assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
         assert_eq!(pod.automount_service_account_token, Some(false), "the task needs no API access");
@@ -265,5 +270,7 @@ mod tests {
         assert_eq!(get(env::BINLOG_FILES).as_deref(), Some("2"));
         assert_eq!(get(env::BINLOG_STOP).as_deref(), Some("2026-11-30T06:00:00Z"));
         assert!(get(env::BINLOG_HOST).is_none());
+        let bounded = job(&JobParams { deadline_seconds: 900, ..replay });
+        assert_eq!(bounded.spec.and_then(|s| s.active_deadline_seconds), Some(900), "the restore's own deadline");
     }
 }

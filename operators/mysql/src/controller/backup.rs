@@ -12,7 +12,7 @@ use kube::api::ListParams;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
-use statecraft_shared::backup::job::{JobPhase, parse_report, termination_message};
+use statecraft_shared::backup::job::{JobFailure, JobPhase, is_running, parse_report, termination_message};
 use statecraft_shared::backup::{FAILED, PENDING, RUNNING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::s3::check_credentials;
@@ -76,13 +76,14 @@ pub async fn reconcile(backup: Arc<MySQLBackup>, ctx: Arc<Context>) -> Result<Ac
 }
 
 /// The backup Job of `cluster` that is running now, if any: restarts and scale-ins wait for
-/// it, since they would take away the server it reads.
+/// it, since they would take away the server it reads. A Job that failed (at its deadline
+/// too) is not running, even while its pod is still being stopped.
 pub async fn running_job(ctx: &Context, cluster: &str) -> Result<Option<String>> {
     let jobs: Api<Job> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
     let selector = format!("{CLUSTER_LABEL}={cluster},{KIND_LABEL}=backup");
     let list =
         jobs.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing backup Jobs", e))?;
-    Ok(list.items.iter().find(|j| j.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0).map(|j| j.name_any()))
+    Ok(list.items.iter().find(|j| is_running(j)).map(|j| j.name_any()))
 }
 
 /// Completion time of a backup, in Unix seconds.
@@ -193,6 +194,7 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
         key: &key,
         sha256: None,
         binlogs,
+        deadline_seconds: backup.spec.deadline.seconds(cluster.spec.backup.as_ref().map(|b| &b.deadline)),
     });
     let mut applier = Applier::new(rt.client.clone(), rt.field_manager, backup, &rt.apply_cache)?;
     applier.apply(desired).await?;
@@ -252,13 +254,12 @@ async fn observe_job(backup: &MySQLBackup, ctx: &Context, job: &Job, status: &mu
             rt.events.normal(backup, "BackupSucceeded", "Backup", msg).await;
             Ok(Action::await_change())
         }
-        JobPhase::Failed => {
-            let message = termination_message(rt.client.clone(), &rt.namespace, &name)
-                .await?
-                .unwrap_or_else(|| "no message".into());
-            let msg = format!("backup Job {name} failed: {}", message.trim());
+        JobPhase::Failed | JobPhase::DeadlineExceeded => {
+            let message = termination_message(rt.client.clone(), &rt.namespace, &name).await?;
+            let failure = JobFailure::of(job, message.as_deref());
+            let msg = format!("backup Job {name} {}", failure.message);
             status.completion_time = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
-            finish(status, backup, FAILED, "JobFailed", &msg);
+            finish(status, backup, FAILED, failure.reason, &msg);
             ctx.servers.backup_finished(&backup.spec.cluster_name, false);
             rt.events.warning(backup, "BackupFailed", "Backup", msg).await;
             Ok(Action::await_change())

@@ -124,7 +124,10 @@ mod tests {
     }
 
     fn backup(name: &str, done: &str, gtid: &str, archive: Option<(&str, &str)>) -> MySQLBackup {
-        let mut b = MySQLBackup::new(name, MySQLBackupSpec { cluster_name: "db".into(), location: None });
+        let mut b = MySQLBackup::new(
+            name,
+            MySQLBackupSpec { cluster_name: "db".into(), location: None, deadline: Default::default() },
+        );
         b.status = Some(MySQLBackupStatus {
             phase: Some(SUCCEEDED.into()),
             completion_time: Some(done.into()),

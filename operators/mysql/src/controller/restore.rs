@@ -13,7 +13,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
-use statecraft_shared::backup::job::{JobPhase, termination_message};
+use statecraft_shared::backup::job::{JobFailure, JobPhase, termination_message};
 use statecraft_shared::backup::{FAILED, PENDING, SUCCEEDED, created_at};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::error::ErrorCategory;
@@ -235,15 +235,14 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
                 rt.events.normal(restore, "RestoreSucceeded", "Restore", msg).await;
                 return Ok(Action::await_change());
             }
-            JobPhase::Failed => {
-                let message = termination_message(rt.client.clone(), &rt.namespace, &job_name)
-                    .await?
-                    .unwrap_or_else(|| "no message".into());
+            JobPhase::Failed | JobPhase::DeadlineExceeded => {
+                let message = termination_message(rt.client.clone(), &rt.namespace, &job_name).await?;
+                let failure = JobFailure::of(&job, message.as_deref());
                 let msg = format!(
-                    "restore Job {job_name} failed: {}; MySQLCluster {target} holds a partial restore: delete it and its volumes before retrying",
-                    message.trim()
+                    "restore Job {job_name} {}; MySQLCluster {target} holds a partial restore: delete it and its volumes before retrying",
+                    failure.message
                 );
-                set(status, restore, FAILED, "JobFailed", &msg);
+                set(status, restore, FAILED, failure.reason, &msg);
                 rt.events.warning(restore, "RestoreFailed", "Restore", msg).await;
                 return Ok(Action::await_change());
             }
@@ -286,6 +285,7 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
             start: &r.start,
             stop: restore.spec.point_in_time.as_deref().unwrap_or_default(),
         }),
+        deadline_seconds: restore.spec.deadline.seconds(None),
     });
     let mut applier = Applier::new(rt.client.clone(), rt.field_manager, restore, &rt.apply_cache)?;
     applier.apply(desired).await?;

@@ -24,7 +24,10 @@ impl ScheduledBackup for MySQLBackup {
     const SCHEDULED_LABEL: &'static str = SCHEDULED_LABEL;
 
     fn of_cluster(cluster: &str) -> Self {
-        MySQLBackup::new("", MySQLBackupSpec { cluster_name: cluster.to_string(), location: None })
+        MySQLBackup::new(
+            "",
+            MySQLBackupSpec { cluster_name: cluster.to_string(), location: None, deadline: Default::default() },
+        )
     }
 
     fn location(&self) -> Option<&S3Location> {

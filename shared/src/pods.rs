@@ -256,6 +256,15 @@ mod tests {
         again["lastState"] = crashed.clone();
         let restarted = pod("db-2", json!({"phase": "Running", "containerStatuses": [again.clone()]}));
         assert_eq!(only(&restarted).kind, ProblemKind::CrashLooping);
+        // In back-off with no last termination reported (yet): the kubelet's word for it.
+        let no_last = pod(
+            "db-2",
+            json!({"phase": "Running", "containerStatuses": [{
+                "name": "mysql", "image": "mariadb:10.11", "imageID": "", "ready": false, "restartCount": 1,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"}},
+            }]}),
+        );
+        assert_eq!(only(&no_last).detail, "container mysql: back-off 10s restarting failed container");
         // Ready again: the old crash is history.
         again["ready"] = json!(true);
         assert_eq!(pod_problem(&pod("db-2", json!({"phase": "Running", "containerStatuses": [again]}))), None);

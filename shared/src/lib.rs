@@ -15,6 +15,9 @@
 //!   cron slots, the Job that runs a backup and its report, scheduled backups.
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
 //! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
+//! - [`names`]: which cluster names fit the objects an operator derives from them.
+//! - [`pods`]: what keeps a member's pod from running (unschedulable, crash loop, image
+//!   pull), for the condition that says what an operator waits for.
 //! - [`rebuild`]: replace a StatefulSet member with an empty one (claim, then pod).
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
@@ -33,6 +36,8 @@ pub mod finalizer;
 pub mod insight;
 pub mod leader;
 pub mod metrics;
+pub mod names;
+pub mod pods;
 pub mod rbac;
 pub mod rebuild;
 pub mod runner;

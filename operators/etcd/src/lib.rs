@@ -24,6 +24,7 @@ use std::sync::Arc;
 use kube::CustomResourceExt;
 use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use statecraft_shared::names::with_name_rule;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
@@ -42,7 +43,10 @@ impl Operator for EtcdOperator {
     const NAME: &'static str = "statecraft-etcd";
 
     fn crds() -> Vec<CustomResourceDefinition> {
-        vec![EtcdCluster::crd(), EtcdBackup::crd(), EtcdRestore::crd()]
+        // A cluster's name must fit the names built from it; backups name only Jobs, whose
+        // names are shortened to fit (`backup::job::job_name`).
+        let cluster = with_name_rule(EtcdCluster::crd(), build::MAX_CLUSTER_NAME);
+        vec![cluster, EtcdBackup::crd(), EtcdRestore::crd()]
     }
 
     /// What the controllers use, nothing more (Events and Leases are in the base rules):

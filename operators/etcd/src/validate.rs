@@ -5,9 +5,11 @@
 use std::fmt;
 
 use statecraft_shared::deploy::images_env;
+use statecraft_shared::names::check_cluster_name;
 use statecraft_shared::{Error, Result};
 
 use crate::api::EtcdClusterSpec;
+use crate::build::MAX_CLUSTER_NAME;
 
 /// An etcd release, `MAJOR.MINOR.PATCH`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -126,6 +128,12 @@ pub fn validate(spec: &EtcdClusterSpec) -> Result<ValidSpec> {
     Ok(ValidSpec { spec: spec.clone(), version, image, quota_bytes, defrag_min_bytes })
 }
 
+/// Checks the cluster's name: it names the StatefulSet, its pods and the Services (the
+/// CRD's CEL rule makes the same check for clusters created since it exists).
+pub fn validate_name(name: &str) -> Result<()> {
+    check_cluster_name("metadata.name", name, MAX_CLUSTER_NAME)
+}
+
 /// Checks a version change against the version the members run: no downgrade, no skipped
 /// minor release (etcd upgrades one minor at a time), no major change.
 pub fn check_version_change(running: &Version, desired: &Version) -> Result<()> {
@@ -205,6 +213,19 @@ pub(crate) mod tests {
         assert_eq!(refused(validate(&tiny)).0, "spec.storage.size");
         let junk = EtcdClusterSpec { storage: Storage { size: "lots".into(), storage_class_name: None }, ..spec() };
         assert_eq!(refused(validate(&junk)).0, "spec.storage.size");
+    }
+
+    #[test]
+    fn names_must_fit_the_statefulset_and_the_services() {
+        assert!(validate_name("main").is_ok());
+        assert!(validate_name(&"e".repeat(52)).is_ok());
+        // 56 characters make a valid `<name>-client` Service, but a StatefulSet that gets no pods.
+        for bad in ["e".repeat(53), "e".repeat(56), "my.etcd".into(), "3etcd".into()] {
+            match validate_name(&bad) {
+                Err(Error::InvalidSpec { field, .. }) => assert_eq!(field, "metadata.name", "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -47,6 +47,7 @@ use std::sync::Arc;
 use kube::CustomResourceExt;
 use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use statecraft_shared::names::with_name_rule;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
@@ -65,7 +66,10 @@ impl Operator for MysqlOperator {
     const NAME: &'static str = "statecraft-mysql";
 
     fn crds() -> Vec<CustomResourceDefinition> {
-        vec![MySQLCluster::crd(), MySQLBackup::crd(), MySQLRestore::crd()]
+        // A cluster's name must fit the names built from it; backups and restores name
+        // only Jobs, whose names are shortened to fit (`backup::job::job_name`).
+        let cluster = with_name_rule(MySQLCluster::crd(), build::MAX_CLUSTER_NAME);
+        vec![cluster, MySQLBackup::crd(), MySQLRestore::crd()]
     }
 
     /// What the future controllers need, nothing more (events and leases are in the base

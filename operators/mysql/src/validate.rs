@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use statecraft_shared::names::check_cluster_name;
 use statecraft_shared::{Error, Result};
 
 use crate::api::cluster::{
@@ -12,6 +13,7 @@ use crate::api::cluster::{
     MIN_SEMI_SYNC_TIMEOUT_SECONDS, SAFE_SEMI_SYNC_TIMEOUT_SECONDS, SCALE_IN_AFTER_SECONDS, SCALE_OUT_AFTER_SECONDS,
 };
 use crate::api::{AutoScaling, Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
+use crate::build::MAX_CLUSTER_NAME;
 use crate::image::default_image;
 
 /// A server version, `MAJOR.MINOR[.PATCH]`.
@@ -257,13 +259,10 @@ fn validate_auto_scaling(a: &AutoScaling, replicas: i32) -> Result<()> {
     Ok(())
 }
 
-/// Checks the cluster's name: its pods are `<name>-<ordinal>` and its StatefulSet's
-/// revision label `<name>-<hash>` must fit a 63-character label value.
+/// Checks the cluster's name: it names the StatefulSet, its pods and the Services (the
+/// CRD's CEL rule makes the same check for clusters created since it exists).
 pub fn validate_name(name: &str) -> Result<()> {
-    if name.len() > 52 {
-        return Err(Error::invalid_spec("metadata.name", "must be at most 52 characters (it names pods and labels)"));
-    }
-    Ok(())
+    check_cluster_name("metadata.name", name, MAX_CLUSTER_NAME)
 }
 
 /// Refuses a version change the servers cannot take: a downgrade to an older series.
@@ -307,9 +306,7 @@ pub fn validate_restore(spec: &MySQLRestoreSpec) -> Result<ValidSpec> {
             )
         })?;
     }
-    validate_name(&spec.target.name).map_err(|_| {
-        Error::invalid_spec("spec.target.name", "must be at most 52 characters (it names pods and labels)")
-    })?;
+    check_cluster_name("spec.target.name", &spec.target.name, MAX_CLUSTER_NAME)?;
     validate(&spec.target.spec).map_err(|e| match e {
         Error::InvalidSpec { field, message } => {
             Error::invalid_spec(field.replacen("spec.", "spec.target.spec.", 1), message)
@@ -728,6 +725,9 @@ pub(crate) mod tests {
         let long_name =
             MySQLRestoreSpec { target: RestoreTarget { name: "x".repeat(53), spec: spec() }, ..restore.clone() };
         assert_eq!(field_of(validate_restore(&long_name).unwrap_err()), "spec.target.name");
+        let dotted =
+            MySQLRestoreSpec { target: RestoreTarget { name: "copy.1".into(), spec: spec() }, ..restore.clone() };
+        assert_eq!(field_of(validate_restore(&dotted).unwrap_err()), "spec.target.name");
     }
 
     #[test]
@@ -749,7 +749,11 @@ pub(crate) mod tests {
     #[test]
     fn names_and_downgrades() {
         assert!(validate_name("db").is_ok());
+        assert!(validate_name(&"a".repeat(52)).is_ok());
         assert_eq!(field_of(validate_name(&"a".repeat(53)).unwrap_err()), "metadata.name");
+        // Service names are DNS-1035 labels: no dot, no leading digit.
+        assert_eq!(field_of(validate_name("my.db").unwrap_err()), "metadata.name");
+        assert_eq!(field_of(validate_name("1db").unwrap_err()), "metadata.name");
         let v = |s| Version::parse(s).unwrap();
         assert!(check_version_change(Flavor::Mariadb, "10.6.1", &v("10.11")).is_ok());
         assert!(check_version_change(Flavor::Mariadb, "10.11.6", &v("10.11")).is_ok());

@@ -15,13 +15,13 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use statecraft_mysql::MysqlOperator;
 use statecraft_mysql::api::{MySQLBackup, MySQLCluster, MySQLRestore};
-use statecraft_mysql::build::Names;
 use statecraft_mysql::build::config::config_map;
 use statecraft_mysql::build::jobs::{JobParams, job};
 use statecraft_mysql::build::pdb::pdb;
 use statecraft_mysql::build::secret::{Passwords, secret};
 use statecraft_mysql::build::services::{headless_service, read_only_service, read_write_service};
 use statecraft_mysql::build::statefulset::statefulset;
+use statecraft_mysql::build::{MAX_CLUSTER_NAME, Names};
 use statecraft_mysql::validate::settings::REFUSED;
 use statecraft_mysql::validate::validate;
 use statecraft_shared::runner::Operator;
@@ -113,6 +113,15 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     assert!(ok.spec.semi_sync.enabled);
     for n in [1, 5] {
         assert_eq!(create(&clusters, cluster(&format!("ok{n}"), with(valid_spec(), "replicas", json!(n)))).await, None);
+    }
+
+    // Names: the longest that fits is accepted (its built objects too, below); one character
+    // more, a dot or a leading digit cannot name the StatefulSet or Services: refused,
+    // naming metadata.name.
+    let longest = "l".repeat(MAX_CLUSTER_NAME);
+    assert_eq!(create(&clusters, cluster(&longest, valid_spec())).await, None);
+    for bad in ["l".repeat(MAX_CLUSTER_NAME + 1), "my.db".into(), "1db".into()] {
+        assert_rejected(create(&clusters, cluster(&bad, valid_spec())).await, "metadata.name");
     }
 
     // Replicas: odd and at most 5.
@@ -318,21 +327,29 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         create(&restores, restore("r5", json!({"backupName": "b", "activeDeadlineSeconds": 0}))).await,
         "spec.activeDeadlineSeconds",
     );
+    // The target's name must fit the names built from it.
+    let mut dotted = restore("r6", json!({"backupName": "b"}));
+    dotted["spec"]["target"]["name"] = json!("copy.1");
+    assert_rejected(create(&restores, dotted).await, "spec.target.name");
 
-    // The built objects of a valid cluster are accepted as they are.
-    let valid = validate(&clusters.get("ok").await?.spec)?;
-    let names = Names::new("ok", NS);
-    let pp = PostParams::default();
-    let passwords = Passwords::generate(&mut rand::rng());
-    Api::<StatefulSet>::namespaced(client.clone(), NS).create(&pp, &statefulset(&valid, &names)).await?;
-    let services: Api<Service> = Api::namespaced(client.clone(), NS);
-    for svc in [headless_service(&names), read_write_service(&valid, &names), read_only_service(&valid, &names)] {
-        services.create(&pp, &svc).await?;
+    // The built objects of a valid cluster are accepted as they are, with the longest name too.
+    for name in ["ok", longest.as_str()] {
+        let valid = validate(&clusters.get(name).await?.spec)?;
+        let names = Names::new(name, NS);
+        let pp = PostParams::default();
+        let passwords = Passwords::generate(&mut rand::rng());
+        Api::<StatefulSet>::namespaced(client.clone(), NS).create(&pp, &statefulset(&valid, &names)).await?;
+        let services: Api<Service> = Api::namespaced(client.clone(), NS);
+        for svc in [headless_service(&names), read_write_service(&valid, &names), read_only_service(&valid, &names)] {
+            services.create(&pp, &svc).await?;
+        }
+        Api::<ConfigMap>::namespaced(client.clone(), NS).create(&pp, &config_map(&valid, &names)).await?;
+        let stored = Api::<Secret>::namespaced(client.clone(), NS).create(&pp, &secret(&names, &passwords)).await?;
+        assert_eq!(Passwords::from_secret(&stored), Some(passwords));
+        Api::<PodDisruptionBudget>::namespaced(client.clone(), NS).create(&pp, &pdb(&names)).await?;
     }
-    Api::<ConfigMap>::namespaced(client.clone(), NS).create(&pp, &config_map(&valid, &names)).await?;
-    let stored = Api::<Secret>::namespaced(client.clone(), NS).create(&pp, &secret(&names, &passwords)).await?;
-    assert_eq!(Passwords::from_secret(&stored), Some(passwords));
-    Api::<PodDisruptionBudget>::namespaced(client.clone(), NS).create(&pp, &pdb(&names)).await?;
+    let valid = validate(&clusters.get("ok").await?.spec)?;
+    let pp = PostParams::default();
     // And a backup Job, with its deadline.
     let store = S3Location::new("x", "p", S3CredentialsSecretRef::new("s3"));
     let backup_job = job(&JobParams {
@@ -355,5 +372,8 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     });
     let stored = Api::<Job>::namespaced(client.clone(), NS).create(&pp, &backup_job).await?;
     assert_eq!(stored.spec.and_then(|s| s.active_deadline_seconds), Some(3600));
+    // The name rule runs on create only: an existing cluster's status is still written.
+    let status = json!({"status": {"phase": "Initializing"}});
+    clusters.patch_status(&longest, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(())
 }

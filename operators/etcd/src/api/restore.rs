@@ -50,7 +50,11 @@ pub struct EtcdRestoreSpec {
 #[serde(rename_all = "camelCase")]
 pub struct RestoreTarget {
     /// Name of the EtcdCluster to create; the restore fails if it already exists.
-    #[schemars(length(min = 1, max = 52))]
+    /// At most 52 characters, a DNS-1035 label: it names the cluster's StatefulSet and Services.
+    #[schemars(
+        length(min = 1, max = crate::build::MAX_CLUSTER_NAME),
+        pattern(statecraft_shared::names::DNS_1035_LABEL)
+    )]
     pub name: String,
 
     /// Spec of the EtcdCluster to create (its bootstrapFrom is set by the restore).

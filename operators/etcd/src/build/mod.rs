@@ -31,6 +31,15 @@ pub const DATA_MOUNT: &str = "/var/lib/etcd";
 /// on the same volume.
 pub const DATA_DIR: &str = "/var/lib/etcd/data";
 
+/// Suffix of the peer Service's name.
+const PEER_SUFFIX: &str = "-peer";
+/// Suffix of the client Service's name.
+const CLIENT_SUFFIX: &str = "-client";
+
+/// The longest cluster name whose StatefulSet (the cluster's name) gets pods and whose
+/// Services (`<name>-client` the longest) are valid names.
+pub const MAX_CLUSTER_NAME: usize = statecraft_shared::names::max_cluster_name(&[PEER_SUFFIX, CLIENT_SUFFIX]);
+
 /// Names and addresses of a cluster's objects and members. Member `k` is pod `<cluster>-k`
 /// of the StatefulSet, and its etcd member name is the same string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,11 +61,11 @@ impl Names {
     }
     /// The headless Service that gives each member a stable DNS name (peer URLs use it).
     pub fn peer_service(&self) -> String {
-        format!("{}-peer", self.cluster)
+        format!("{}{PEER_SUFFIX}", self.cluster)
     }
     /// The client Service (every ready member).
     pub fn client_service(&self) -> String {
-        format!("{}-client", self.cluster)
+        format!("{}{CLIENT_SUFFIX}", self.cluster)
     }
     /// The ConfigMap with the membership a starting member joins (`initial-cluster`).
     pub fn config_map(&self) -> String {

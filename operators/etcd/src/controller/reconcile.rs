@@ -18,14 +18,15 @@ use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use super::Context;
 use crate::api::EtcdCluster;
 use crate::build::{Names, pdb, services};
-use crate::validate::{ValidSpec, Version, check_version_change, validate};
+use crate::validate::{ValidSpec, Version, check_version_change, validate, validate_name};
 
 /// How often a cluster is reconciled without any change (drift correction).
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Validates the spec, and the version change against the version the members last
-/// converged on (`status.observedVersion`).
+/// Validates the name and the spec, and the version change against the version the
+/// members last converged on (`status.observedVersion`).
 pub fn check(cluster: &EtcdCluster) -> Result<ValidSpec> {
+    validate_name(&cluster.name_any())?;
     let valid = validate(&cluster.spec)?;
     let observed = cluster.status.as_ref().and_then(|s| s.observed_version.as_deref()).and_then(Version::parse);
     if let Some(running) = observed {

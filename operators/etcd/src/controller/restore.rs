@@ -13,14 +13,15 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::backup::{FAILED, PENDING, SUCCEEDED};
 use statecraft_shared::error::ErrorCategory;
+use statecraft_shared::names::check_cluster_name;
 use statecraft_shared::s3::check_credentials;
 use statecraft_shared::status::{ConditionType, is_true, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 
 use super::Context;
 use crate::api::{EtcdBackup, EtcdCluster, EtcdRestore, EtcdRestoreStatus, SnapshotSource};
-use crate::build::Names;
 use crate::build::restore::RESTORE_CONTAINER;
+use crate::build::{MAX_CLUSTER_NAME, Names};
 
 /// Phase while the target is created and bootstrapped.
 pub const RESTORING: &str = "Restoring";
@@ -143,6 +144,8 @@ async fn step(restore: &EtcdRestore, ctx: &Context, status: &mut EtcdRestoreStat
             ));
         }
         None => {
+            // The API server would refuse it too (the CRD's rule), but less clearly.
+            check_cluster_name("spec.target.name", target_name, MAX_CLUSTER_NAME)?;
             let source = match source(restore, ctx).await? {
                 Ok(source) => source,
                 Err(waiting) => {

@@ -18,6 +18,7 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
 use statecraft_shared::backup::job::is_running;
+use statecraft_shared::pods::{PodProblem, explain_wait, pod_problems};
 use statecraft_shared::rebuild::{delete_if_present, rebuild_member};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::tokio_util::sync::CancellationToken;
@@ -44,6 +45,12 @@ use crate::validate::ValidSpec;
 pub const PASS_INTERVAL: Duration = Duration::from_secs(2);
 /// Time between scrapes of the members' own metrics (abnormality detection).
 const SCRAPE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Waits for members that do not start or answer, which their pods' own status explains
+/// when Kubernetes cannot run them (unschedulable, crash-looping, image not pulled): the
+/// wait then carries the pod's reason (and so do its Event and the conditions). Not
+/// `QuorumLost`: that reason (and phase) says the operator changes nothing, which stands.
+const EXPLAINED_BY_PODS: &[&str] = &["MemberStarting", "MemberUnhealthy", "WaitingForHealthyMembers"];
 
 /// What a pass asks of the loop.
 enum Next {
@@ -108,6 +115,8 @@ struct Kube {
     endpoints: BTreeMap<u32, String>,
     pod_ips: BTreeMap<u32, String>,
     statefulset: Option<StatefulSet>,
+    /// What keeps member pods from running, as Kubernetes says.
+    problems: Vec<PodProblem>,
 }
 
 async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
@@ -127,6 +136,7 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
         endpoints: BTreeMap::new(),
         pod_ips: BTreeMap::new(),
         statefulset,
+        problems: pod_problems(&pod_list),
     };
     for claim in &claim_list {
         if claim.metadata.deletion_timestamp.is_some() {
@@ -234,6 +244,11 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     let mut roll = None;
     if let Some(valid) = valid.as_ref().filter(|_| !cluster.spec.paused) {
         step = plan::plan(&desired(valid), &observed, &memory.plan);
+        if let Step::Wait { reason, message } = &mut step
+            && EXPLAINED_BY_PODS.contains(reason)
+        {
+            explain_wait(reason, message, &kube.problems);
+        }
         // The ConfigMap follows the member list; while no member answers it is left as it
         // is (a cluster whose members are all down must not be bootstrapped again).
         let membership = plan::initial_cluster(&names, &observed);

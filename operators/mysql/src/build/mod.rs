@@ -30,6 +30,18 @@ pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 /// Value of [`NAME_LABEL`].
 pub const APP_NAME: &str = "mysql";
 
+/// Suffix of the headless Service's name.
+const HEADLESS_SUFFIX: &str = "-hl";
+/// Suffix of the read-write Service's name.
+const READ_WRITE_SUFFIX: &str = "-primary";
+/// Suffix of the read-only Service's name.
+const READ_ONLY_SUFFIX: &str = "-replicas";
+
+/// The longest cluster name whose StatefulSet (the cluster's name) gets pods and whose
+/// Services (`<name>-replicas` the longest) are valid names.
+pub const MAX_CLUSTER_NAME: usize =
+    statecraft_shared::names::max_cluster_name(&[HEADLESS_SUFFIX, READ_WRITE_SUFFIX, READ_ONLY_SUFFIX]);
+
 /// Names of a cluster's objects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Names {
@@ -50,15 +62,15 @@ impl Names {
     }
     /// The headless Service that gives each pod a stable DNS name.
     pub fn headless_service(&self) -> String {
-        format!("{}-hl", self.cluster)
+        format!("{}{HEADLESS_SUFFIX}", self.cluster)
     }
     /// The read-write Service (the primary).
     pub fn read_write_service(&self) -> String {
-        format!("{}-primary", self.cluster)
+        format!("{}{READ_WRITE_SUFFIX}", self.cluster)
     }
     /// The read-only Service (ready replicas).
     pub fn read_only_service(&self) -> String {
-        format!("{}-replicas", self.cluster)
+        format!("{}{READ_ONLY_SUFFIX}", self.cluster)
     }
     /// The ConfigMap with my.cnf and the container scripts.
     pub fn config_map(&self) -> String {

@@ -12,6 +12,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
+use statecraft_shared::pods::{explain_wait, pod_problems};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::upgrade::{Action, next_step};
@@ -74,6 +75,11 @@ struct Memory {
 /// How long a replica just configured is given before it is configured again, if it still
 /// does not replicate: long enough for a connection attempt, short next to a failover.
 const RECONFIGURE_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Waits for servers that do not answer, which their pods' own status explains when
+/// Kubernetes cannot run them (unschedulable, crash-looping, image not pulled): the wait
+/// then carries the pod's reason (and so does its Event and the Ready condition).
+const EXPLAINED_BY_PODS: &[&str] = &["WaitingForServers", "PrimaryDown", "NotEnoughReplicasForSafeFailover"];
 
 /// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone.
 pub async fn run(
@@ -176,7 +182,12 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         },
         restarted,
     };
-    let decision = decide(&observed);
+    let mut decision = decide(&observed);
+    if let Operation::Wait { reason, message } = &mut decision.operation
+        && EXPLAINED_BY_PODS.contains(reason)
+    {
+        explain_wait(reason, message, &pod_problems(&pod_list.items));
+    }
     ctx.servers.observe(name, &observed, &decision);
 
     let mut new_status = status.clone();

@@ -3,6 +3,9 @@
 //!
 //! The reconcile metrics are the RED set per controller: rate (`reconciles_total`), errors
 //! (`reconcile_errors_total` by reason) and duration (`reconcile_duration_seconds`).
+//! `task_restarts_total{cluster}` counts the restarts of the per-cluster background tasks
+//! after a panic (see [`crate::tasks`]): a task that keeps restarting leaves its cluster
+//! unmanaged for the back-off each time.
 //!
 //! The building blocks below serve the operators' per-cluster metrics: [`ClusterFamily`]
 //! remembers the series it created so a deleted cluster or a departed member stops being
@@ -25,6 +28,7 @@ pub struct Metrics {
     errors: IntCounterVec,
     duration: HistogramVec,
     leader: IntGauge,
+    task_restarts: ClusterFamily<IntCounterVec>,
 }
 
 impl Metrics {
@@ -49,7 +53,14 @@ impl Metrics {
         registry.register(Box::new(errors.clone()))?;
         registry.register(Box::new(duration.clone()))?;
         registry.register(Box::new(leader.clone()))?;
-        Ok(Metrics { registry, reconciles, errors, duration, leader })
+        let task_restarts = ClusterFamily::register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new("task_restarts_total", "Restarts of a cluster's background task after it panicked."),
+                &["cluster"],
+            )?,
+        )?;
+        Ok(Metrics { registry, reconciles, errors, duration, leader, task_restarts })
     }
 
     /// Records one finished reconcile.
@@ -65,6 +76,22 @@ impl Metrics {
     /// Records whether this process leads.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+    }
+
+    /// Exports the task restarts of `cluster` from 0 when its task starts, so that the first
+    /// restart is an increase an alert's `increase()` sees, not the birth of a series.
+    pub fn watch_task(&self, cluster: &str) {
+        self.task_restarts.with(&[cluster]);
+    }
+
+    /// Counts one restart of the background task of `cluster`.
+    pub fn task_restarted(&self, cluster: &str) {
+        self.task_restarts.with(&[cluster]).inc();
+    }
+
+    /// Stops exporting the task restarts of a deleted cluster.
+    pub fn forget_task(&self, cluster: &str) {
+        self.task_restarts.forget(cluster);
     }
 
     /// The text exposition of every registered metric.
@@ -245,6 +272,10 @@ mod tests {
         m.observe_reconcile("widget", 0.02, None);
         m.observe_reconcile("widget", 0.5, Some("InvalidSpec"));
         m.set_leader(true);
+        m.watch_task("db");
+        m.watch_task("idle");
+        m.task_restarted("db");
+        m.task_restarted("db");
         let text = m.render();
         assert!(text.contains(r#"statecraft_test_reconciles_total{controller="widget",result="success"} 1"#), "{text}");
         assert!(
@@ -253,6 +284,11 @@ mod tests {
         );
         assert!(text.contains("statecraft_test_leader 1"), "{text}");
         assert!(text.contains(r#"statecraft_test_reconcile_duration_seconds_count{controller="widget"} 2"#), "{text}");
+        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="db"} 2"#), "{text}");
+        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="idle"} 0"#), "{text}");
+        m.forget_task("db");
+        m.forget_task("idle");
+        assert!(!m.render().contains("task_restarts_total{"), "a deleted cluster's restarts are not exported");
         Ok(())
     }
 

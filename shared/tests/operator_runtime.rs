@@ -483,6 +483,63 @@ async fn an_operator_whose_lease_is_taken_stops_at_once() -> TestResult {
     Ok(())
 }
 
+#[tokio::test]
+async fn a_panicking_task_is_restarted_with_a_warning_event_and_a_metric() -> TestResult {
+    use statecraft_shared::runner::Runtime;
+    use statecraft_shared::tasks::{RestartReporter, Tasks};
+    use statecraft_shared::testing::echo::Echo;
+    use statecraft_shared::tokio_util::sync::CancellationToken;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let ns = "tasks";
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    namespace(&admin, ns).await?;
+    install_crd(&admin).await?;
+    let created = echo_api(&admin, ns).create(&PostParams::default(), &echo("flaky", "hi")?).await?;
+    let uid = created.uid().ok_or("the created Echo has no uid")?;
+
+    // The registry as an operator builds it, with a task whose first run panics.
+    let rt = Arc::new(Runtime::new(admin.clone(), ns.into(), "statecraft-echo", "op-a".into())?);
+    let tasks = Tasks::new(CancellationToken::new(), RestartReporter::<Echo>::new(rt.clone()));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    tasks.ensure("flaky", &uid, move |_, cancel| {
+        let first = counted.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            if first {
+                panic!("simulated bug in a client library");
+            }
+            cancel.cancelled().await;
+        }
+    });
+
+    let events: Api<Event> = Api::namespaced(admin.clone(), ns);
+    let event = eventually(Duration::from_secs(10), "a TaskRestarted Event", || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("TaskRestarted"))
+    })
+    .await?;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let regarding = event.regarding.ok_or("the Event regards no object")?;
+    assert_eq!(regarding.kind.as_deref(), Some("Echo"));
+    assert_eq!(regarding.name.as_deref(), Some("flaky"));
+    assert_eq!(regarding.uid.as_deref(), Some(uid.as_str()));
+    let note = event.note.unwrap_or_default();
+    assert!(note.contains("simulated bug in a client library") && note.contains("1s"), "{note}");
+    let restarts = r#"statecraft_echo_task_restarts_total{cluster="flaky"} 1"#;
+    assert!(rt.metrics.render().contains(restarts), "{}", rt.metrics.render());
+
+    eventually(Duration::from_secs(10), "the task to be started again", || async {
+        (runs.load(Ordering::SeqCst) == 2).then_some(())
+    })
+    .await?;
+    tasks.stop("flaky");
+    assert!(!rt.metrics.render().contains("task_restarts_total{"), "a deleted resource's restarts are forgotten");
+    Ok(())
+}
+
 /// A directory for the operators' logs that outlives the test, for reading after a failure.
 fn log_dir(test: &str) -> TestResult<PathBuf> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("operator-logs-{test}"));

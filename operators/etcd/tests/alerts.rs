@@ -212,6 +212,8 @@ fn operator_series() -> Vec<Series> {
     metrics.observe_reconcile("etcdcluster", 0.05, None);
     metrics.observe_reconcile("etcdcluster", 0.5, Some("KubernetesApiError"));
     metrics.set_leader(true);
+    metrics.watch_task("main");
+    metrics.task_restarted("main");
 
     let mut text = Vec::new();
     TextEncoder::new().encode(&metrics.registry.gather(), &mut text).expect("encoding");

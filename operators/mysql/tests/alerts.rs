@@ -129,6 +129,8 @@ fn registered() -> Registered {
     metrics.observe_reconcile("mysqlcluster", 0.05, None);
     metrics.observe_reconcile("mysqlcluster", 0.5, Some("KubernetesApiError"));
     metrics.set_leader(true);
+    metrics.watch_task("db");
+    metrics.task_restarted("db");
 
     let mut families = BTreeMap::new();
     for mf in metrics.registry.gather() {

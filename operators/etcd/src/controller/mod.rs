@@ -29,7 +29,7 @@ use kube::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
 use statecraft_shared::runner::Runtime;
-use statecraft_shared::tasks::Tasks;
+use statecraft_shared::tasks::{RestartReporter, Tasks};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
@@ -41,8 +41,9 @@ pub struct Context {
     pub rt: Arc<Runtime>,
     /// The members' metrics, fed by the tasks.
     pub metrics: metrics::EtcdMetrics,
-    /// The membership tasks, one per cluster.
-    tasks: Tasks,
+    /// The membership tasks, one per cluster, supervised: a panic restarts the task,
+    /// with a Warning Event on the cluster.
+    tasks: Tasks<RestartReporter<EtcdCluster>>,
 }
 
 impl Context {
@@ -50,13 +51,16 @@ impl Context {
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
         let metrics = metrics::EtcdMetrics::register(&rt.metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the etcd metrics: {e}")))?;
-        Ok(Context { rt, metrics, tasks: Tasks::new(shutdown) })
+        let tasks = Tasks::new(shutdown, RestartReporter::new(rt.clone()));
+        Ok(Context { rt, metrics, tasks })
     }
 
     /// Starts the membership task of `name` (if it is not running for this `uid`) and wakes it.
     pub fn ensure_task(self: &Arc<Self>, name: &str, uid: &str) {
         let (ctx, owned, uid_owned) = (self.clone(), name.to_string(), uid.to_string());
-        self.tasks.ensure(name, uid, move |wake, cancel| task::run(ctx, owned, uid_owned, wake, cancel));
+        self.tasks.ensure(name, uid, move |wake, cancel| {
+            task::run(ctx.clone(), owned.clone(), uid_owned.clone(), wake, cancel)
+        });
     }
 
     /// Stops the task of `name` (the cluster is being deleted).

@@ -21,6 +21,7 @@ use statecraft_shared::backup::job::is_running;
 use statecraft_shared::pods::{PodProblem, explain_wait, pod_problems};
 use statecraft_shared::rebuild::{delete_if_present, rebuild_member};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::tasks::Wake;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
@@ -77,14 +78,10 @@ struct Memory {
     last_scrape: Option<Instant>,
 }
 
-/// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone.
-pub async fn run(
-    ctx: Arc<Context>,
-    name: String,
-    uid: String,
-    mut wake: tokio::sync::mpsc::Receiver<()>,
-    cancel: CancellationToken,
-) {
+/// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone (then
+/// it returns and the registry forgets it). A panic is restarted by the supervisor of
+/// `statecraft_shared::tasks`, with fresh memory, as after an operator restart.
+pub async fn run(ctx: Arc<Context>, name: String, uid: String, wake: Wake, cancel: CancellationToken) {
     info!(cluster = %name, "membership task started");
     let mut memory = Memory::default();
     loop {
@@ -99,7 +96,7 @@ pub async fn run(
         };
         tokio::select! {
             () = cancel.cancelled() => break,
-            _ = wake.recv() => {}
+            () = wake.woken() => {}
             () = tokio::time::sleep(delay) => {}
         }
     }

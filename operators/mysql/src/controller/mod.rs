@@ -38,7 +38,7 @@ use kube::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
 use statecraft_shared::runner::Runtime;
-use statecraft_shared::tasks::Tasks;
+use statecraft_shared::tasks::{RestartReporter, Tasks};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
@@ -53,8 +53,9 @@ pub struct Context {
     pub rt: Arc<Runtime>,
     /// The servers' metrics, fed by the tasks.
     pub servers: metrics::ServerMetrics,
-    /// The clustering tasks, one per cluster.
-    tasks: Tasks,
+    /// The clustering tasks, one per cluster, supervised: a panic restarts the task,
+    /// with a Warning Event on the cluster.
+    tasks: Tasks<RestartReporter<MySQLCluster>>,
 }
 
 impl Context {
@@ -62,13 +63,16 @@ impl Context {
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
         let servers = metrics::ServerMetrics::register(&rt.metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the server metrics: {e}")))?;
-        Ok(Context { rt, servers, tasks: Tasks::new(shutdown) })
+        let tasks = Tasks::new(shutdown, RestartReporter::new(rt.clone()));
+        Ok(Context { rt, servers, tasks })
     }
 
     /// Starts the clustering task of `name` (if it is not running for this `uid`) and wakes it.
     pub fn ensure_task(self: &Arc<Self>, name: &str, uid: &str) {
         let (ctx, owned, uid_owned) = (self.clone(), name.to_string(), uid.to_string());
-        self.tasks.ensure(name, uid, move |wake, cancel| task::run(ctx, owned, uid_owned, wake, cancel));
+        self.tasks.ensure(name, uid, move |wake, cancel| {
+            task::run(ctx.clone(), owned.clone(), uid_owned.clone(), wake, cancel)
+        });
     }
 
     /// Stops the task of `name` (the cluster is being deleted).

@@ -14,6 +14,7 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use statecraft_shared::pods::{explain_wait, pod_problems};
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::tasks::Wake;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
@@ -81,14 +82,10 @@ const RECONFIGURE_BACKOFF: Duration = Duration::from_secs(5);
 /// then carries the pod's reason (and so does its Event and the Ready condition).
 const EXPLAINED_BY_PODS: &[&str] = &["WaitingForServers", "PrimaryDown", "NotEnoughReplicasForSafeFailover"];
 
-/// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone.
-pub async fn run(
-    ctx: Arc<Context>,
-    name: String,
-    uid: String,
-    mut wake: tokio::sync::mpsc::Receiver<()>,
-    cancel: CancellationToken,
-) {
+/// Runs the task of cluster `name` (with `uid`) until cancelled or the cluster is gone (then
+/// it returns and the registry forgets it). A panic is restarted by the supervisor of
+/// `statecraft_shared::tasks`, with fresh memory, as after an operator restart.
+pub async fn run(ctx: Arc<Context>, name: String, uid: String, wake: Wake, cancel: CancellationToken) {
     info!(cluster = %name, "clustering task started");
     let mut memory = Memory::default();
     loop {
@@ -103,7 +100,7 @@ pub async fn run(
         };
         tokio::select! {
             () = cancel.cancelled() => break,
-            _ = wake.recv() => {}
+            () = wake.woken() => {}
             () = tokio::time::sleep(delay) => {}
         }
     }

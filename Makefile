@@ -15,7 +15,7 @@ deps: ## install Debian packages, build Kubernetes/etcd from Go modules, install
 build: deps ## build every crate
 	$(CARGO) build --workspace --all-features --locked
 
-test: deps ## install what is needed, then run every test (unit, real API server, real S3, cluster checks)
+test: deps check ## install what is needed, then the checks and every test (unit, real API server, real S3, cluster checks)
 	$(CARGO) test --workspace --all-features --locked --no-fail-fast
 	@scripts/test-cluster.sh
 
@@ -32,7 +32,7 @@ e2e: deps ## run the e2e suite (E2E_FILTER=<substring> narrows it; STATECRAFT_E2
 	@if [ "$${STATECRAFT_E2E_PROVIDER:-local}" = local ]; then e2e/cluster/up.sh && scripts/build-previous-operator.sh; fi
 	MYSQL_FAILOVER_RUNS=$${MYSQL_FAILOVER_RUNS:-5} $(CARGO) test -p statecraft-e2e --locked --no-fail-fast -- --ignored --test-threads=2 $(E2E_FILTER)
 
-check: ## formatting and lints
+check: ## formatting and lints (clippy refuses unwrap, expect and panic outside tests)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --all-features --locked -- -D warnings
 

@@ -9,6 +9,7 @@
 //!   second tags of them on the local node (upgrade tests);
 //! - [`operator`]: any operator installed from its manifests, its metrics, its leader killed;
 //! - [`events`]: counting the Events an operator left on a resource;
+//! - [`faults`]: pauses and partitions of the local cluster's pods (SIGSTOP, iptables);
 //! - [`writes`]: what a client writing throughout a test saw (gaps, lost writes);
 //! - [`results`]: measurements appended to `results/e2e/*.jsonl`.
 //!
@@ -19,6 +20,7 @@
 pub mod cluster;
 pub mod events;
 pub mod evidence;
+pub mod faults;
 pub mod images;
 pub mod namespace;
 pub mod operator;

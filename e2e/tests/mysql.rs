@@ -16,6 +16,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
 use statecraft_e2e::evidence::Evidence;
+use statecraft_e2e::faults::{Partition, Pause, PodInfo};
 use statecraft_e2e::images::{image, retagged, tag_on_node};
 use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::writes::{Attempt, StopFlag, longest_gap, lost};
@@ -97,12 +98,18 @@ async fn service_opts(
 }
 
 /// Writes one row at a time through the read-write Service until stopped, reconnecting
-/// after any error, and records every attempt.
-fn start_writer(opts: Opts, stop: StopFlag) -> (Arc<Mutex<Vec<Attempt>>>, tokio::task::JoinHandle<()>) {
+/// after any error, and records every attempt. Ids are `first`, `first + stride`, ...: so
+/// several writers never write the same row.
+fn start_writer(
+    opts: Opts,
+    stop: StopFlag,
+    first: u64,
+    stride: u64,
+) -> (Arc<Mutex<Vec<Attempt>>>, tokio::task::JoinHandle<()>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
     let handle = tokio::spawn(async move {
-        let mut next = 1u64;
+        let mut next = first;
         let mut conn: Option<Conn> = None;
         while !stop.is_set() {
             if conn.is_none() {
@@ -116,7 +123,7 @@ fn start_writer(opts: Opts, stop: StopFlag) -> (Arc<Mutex<Vec<Attempt>>>, tokio:
             }
             let Some(c) = conn.as_mut() else { continue };
             let (id, at) = (next, Instant::now());
-            next += 1;
+            next += stride;
             let r = tokio::time::timeout(
                 Duration::from_secs(2),
                 c.query_drop(format!("INSERT INTO app.w (id) VALUES ({id})")),
@@ -279,9 +286,29 @@ struct Writer {
 
 impl Writer {
     fn start(opts: Opts) -> Writer {
+        Writer::start_at(opts, 1, 1)
+    }
+
+    /// A writer of ids `first`, `first + stride`, ... (one of `stride` concurrent writers).
+    fn start_at(opts: Opts, first: u64, stride: u64) -> Writer {
         let stop = StopFlag::default();
-        let (log, handle) = start_writer(opts, stop.clone());
+        let (log, handle) = start_writer(opts, stop.clone(), first, stride);
         Writer { log, stop, handle }
+    }
+
+    /// `n` concurrent writers of disjoint ids.
+    fn start_many(opts: &Opts, n: u64) -> Vec<Writer> {
+        (1..=n).map(|i| Writer::start_at(opts.clone(), i, n)).collect()
+    }
+
+    /// Stops every writer of `writers`; returns their attempts, merged in time order.
+    async fn stop_all(writers: Vec<Writer>) -> Result<Vec<Attempt>, tokio::task::JoinError> {
+        let mut all = Vec::new();
+        for w in writers {
+            all.extend(w.stop().await?);
+        }
+        all.sort_by_key(|a| a.at);
+        Ok(all)
     }
 
     async fn attempts(&self) -> Vec<Attempt> {
@@ -1654,6 +1681,164 @@ async fn mysql_read_replicas_scale_out_on_client_connections_and_back_in() -> Te
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     assert_eq!(pods.lines().count(), 3, "{pods}");
     ev.pass(figures);
+    db.ns.pass();
+    Ok(())
+}
+
+/// How many times each fault scenario is repeated (`FAULT_RUNS`, default 1).
+fn fault_runs() -> usize {
+    std::env::var("FAULT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
+impl Db {
+    /// The pod of member `name`, for fault injection.
+    fn pod(&self, name: &str) -> Result<PodInfo, statecraft_e2e::E2eError> {
+        PodInfo::get(&self.cluster, &self.ns.name, name)
+    }
+
+    /// The IPs of the operator's pods.
+    fn operator_ips(&self) -> Result<Vec<String>, statecraft_e2e::E2eError> {
+        let selector = format!("app.kubernetes.io/name={}", MysqlOperator::NAME);
+        let ips = self.kubectl(&["get", "pods", "-l", &selector, "-o", "jsonpath={.items[*].status.podIP}"])?;
+        Ok(ips.split_whitespace().map(str::to_owned).collect())
+    }
+
+    /// Waits until the recorded primary is not `old`; returns the new one.
+    async fn primary_moved_from(&self, old: &str, timeout: Duration) -> Result<String, statecraft_e2e::E2eError> {
+        wait_until(timeout, &format!("a primary other than {old}"), || async {
+            self.status().await.ok()?.current_primary.filter(|p| p != old)
+        })
+        .await
+    }
+
+    /// After a fault: Ready again, every acknowledged write of `attempts` on the primary,
+    /// and every replica's table identical to the primary's (`CHECKSUM TABLE`, once the
+    /// replicas have caught up). Returns (acknowledged, lost, replicas compared).
+    async fn verify_after_fault(
+        &self,
+        attempts: &[Attempt],
+    ) -> Result<(usize, Vec<u64>, usize), Box<dyn std::error::Error + Send + Sync>> {
+        self.ready().await?;
+        let lost = lost(attempts, &self.rows().await?);
+        let acked = attempts.iter().filter(|a| a.acked).count();
+        let mut primary = self.connect().await?;
+        let want: Option<(String, Option<i64>)> = primary.query_first("CHECKSUM TABLE app.w").await?;
+        let opts = self.opts().await?;
+        let status = self.status().await?;
+        let mut compared = 0;
+        for m in status.members.iter().filter(|m| m.role == "replica") {
+            let ip = self.pod(&m.name)?.ip;
+            let replica: Opts = OptsBuilder::from_opts(opts.clone()).ip_or_hostname(ip).into();
+            let what = format!("{}'s table to match the primary's", m.name);
+            wait_until(Duration::from_secs(60), &what, || async {
+                let mut c = Conn::new(replica.clone()).await.ok()?;
+                let got: Option<(String, Option<i64>)> = c.query_first("CHECKSUM TABLE app.w").await.ok()?;
+                let _ = c.disconnect().await;
+                (got == want).then_some(())
+            })
+            .await?;
+            compared += 1;
+        }
+        Ok((acked, lost, compared))
+    }
+}
+
+/// Fault: the primary's processes are paused (SIGSTOP) for longer than a failover takes,
+/// while four clients write, then resumed (SIGCONT). The paused server cannot answer, so a
+/// replica is promoted; when it wakes it is a zombie that still believes it is writable:
+/// it must not acknowledge a write that is then lost (its replicas were fenced and moved,
+/// so its commits wait for acknowledgements that never come, and it is demoted).
+/// Checked: no acknowledged write lost, replicas identical to the primary.
+#[tokio::test]
+#[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
+async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
+    let db = Db::create("mysqlf", "db", 3, json!({"autoHeal": {"reseedErrant": true}})).await?;
+    db.create_table().await?;
+    for run in 0..fault_runs() {
+        let writers = Writer::start_many(&db.opts().await?, 4);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let before = db.status().await?.current_primary.ok_or("no primary")?;
+        let pod = db.pod(&before)?;
+        let paused = Instant::now();
+        let pause = Pause::start(&pod, "mysql")?;
+        let after = db.primary_moved_from(&before, Duration::from_secs(60)).await?;
+        let failed_over = paused.elapsed();
+        // Keep it paused a while longer: clients may still hold connections to it.
+        tokio::time::sleep(Duration::from_secs(10).saturating_sub(failed_over)).await;
+        pause.resume()?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let attempts = Writer::stop_all(writers).await?;
+        let gap = longest_gap(&attempts, paused);
+        let (acked, lost, compared) = db.verify_after_fault(&attempts).await?;
+        eprintln!(
+            "run {run}: paused {before}; {after} promoted after {failed_over:?}; writes unavailable {gap:?}; {acked} acknowledged, {} lost",
+            lost.len()
+        );
+        append_result(
+            "mysql-faults.jsonl",
+            json!({
+                "test": "mysql_fault_primary_paused_past_failover_then_resumed",
+                "method": "SIGSTOP of every process of the primary's mysql container until another primary is recorded (and at least 10 s), then SIGCONT, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the pause; replicas' CHECKSUM TABLE compared with the primary's",
+                "paused": before, "primary_after": after,
+                "failover_seconds": failed_over.as_secs_f64(),
+                "write_unavailable_seconds": gap.as_secs_f64(),
+                "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
+                "replicas_checksummed": compared, "unix_time": unix_now(),
+            }),
+        );
+        assert!(lost.is_empty(), "run {run}: acknowledged writes lost: {lost:?}");
+        assert_eq!(compared, 2, "both replicas compared");
+        assert!(acked > 20, "the clients kept writing: {acked}");
+    }
+    db.ns.pass();
+    Ok(())
+}
+
+/// Fault: the operator is cut off from the primary (both operator pods' traffic dropped
+/// in the primary's network namespace) while clients still reach it. The operator cannot
+/// tell this from a dead primary, so it fails over: the replicas are fenced before a new
+/// primary is chosen, so the old one can no longer get a commit acknowledged, and once the
+/// partition heals it is demoted (its unacknowledged transactions make it errant, and it
+/// is re-seeded). Checked: no acknowledged write lost, replicas identical to the primary.
+#[tokio::test]
+#[ignore = "needs the local cluster (faults act on host network namespaces): make cluster-up"]
+async fn mysql_fault_operator_cut_off_from_the_primary() -> TestResult {
+    let db = Db::create("mysqlf", "db", 3, json!({"autoHeal": {"reseedErrant": true}})).await?;
+    db.create_table().await?;
+    for run in 0..fault_runs() {
+        let writers = Writer::start_many(&db.opts().await?, 4);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let before = db.status().await?.current_primary.ok_or("no primary")?;
+        let cut = Instant::now();
+        let partition = Partition::start(&db.pod(&before)?, &db.operator_ips()?)?;
+        let after = db.primary_moved_from(&before, Duration::from_secs(60)).await?;
+        let failed_over = cut.elapsed();
+        tokio::time::sleep(Duration::from_secs(10).saturating_sub(failed_over)).await;
+        partition.heal()?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let attempts = Writer::stop_all(writers).await?;
+        let gap = longest_gap(&attempts, cut);
+        let (acked, lost, compared) = db.verify_after_fault(&attempts).await?;
+        eprintln!(
+            "run {run}: cut off {before}; {after} promoted after {failed_over:?}; writes unavailable {gap:?}; {acked} acknowledged, {} lost",
+            lost.len()
+        );
+        append_result(
+            "mysql-faults.jsonl",
+            json!({
+                "test": "mysql_fault_operator_cut_off_from_the_primary",
+                "method": "iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the cut; replicas' CHECKSUM TABLE compared with the primary's",
+                "cut_off": before, "primary_after": after,
+                "failover_seconds": failed_over.as_secs_f64(),
+                "write_unavailable_seconds": gap.as_secs_f64(),
+                "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
+                "replicas_checksummed": compared, "unix_time": unix_now(),
+            }),
+        );
+        assert!(lost.is_empty(), "run {run}: acknowledged writes lost: {lost:?}");
+        assert_eq!(compared, 2, "both replicas compared");
+        assert!(acked > 20, "the clients kept writing: {acked}");
+    }
     db.ns.pass();
     Ok(())
 }

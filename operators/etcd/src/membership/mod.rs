@@ -6,6 +6,9 @@ pub mod dataplane;
 pub mod observed;
 pub mod plan;
 
+#[cfg(test)]
+mod plan_props;
+
 pub use dataplane::{DataPlaneError, Gathered, gather, perform};
 pub use observed::{Alarm, Member, MemberState, Observed, PodState};
 pub use plan::{

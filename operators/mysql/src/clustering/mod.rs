@@ -23,6 +23,10 @@ pub mod pass;
 pub mod restarts;
 
 #[cfg(test)]
+mod decide_props;
+#[cfg(test)]
 mod decide_tests;
 #[cfg(test)]
 pub(crate) mod fixtures;
+#[cfg(test)]
+mod gtid_props;

@@ -514,6 +514,14 @@ impl<'a> View<'a> {
                     format!("learner {k} applied index {} of {}", state.raft_applied_index, self.leader_index()),
                 );
             }
+            // A learner that answers but whose pod is terminating or not running would be
+            // an unhealthy voter the moment it is promoted, and could cost quorum.
+            if !self.healthy(learner) {
+                return wait(
+                    "LearnerNotHealthy",
+                    format!("learner {k} has caught up but its pod is not running or is terminating"),
+                );
+            }
             // Quorum holds (checked first) and the learner is healthy, so the promotion
             // keeps it: healthy + 1 >= quorum(voters) + 1 >= quorum(voters + 1).
             return Step::Promote { id: learner.id, ordinal: k };

@@ -352,10 +352,9 @@ proptest! {
 /// A promoted learner is healthy (its pod runs and is not being deleted), as the planner's
 /// own quorum argument assumes ("the learner is healthy, so the promotion keeps it").
 ///
-/// BUG (plan.rs, `learner_step`): a learner is promoted as soon as it answers and has caught
-/// up, whatever its pod's state; see `promoting_a_learner_whose_pod_goes_minimal_case`.
+/// (Found by this property: `learner_step` once promoted a learner that answered and had
+/// caught up whatever its pod's state; see `promoting_a_learner_whose_pod_goes_minimal_case`.)
 #[test]
-#[ignore = "BUG: a learner whose pod is terminating is promoted (see promoting_a_learner_whose_pod_goes_minimal_case)"]
 fn promotes_only_a_healthy_learner() {
     let mut runner = TestRunner::new(ProptestConfig::with_cases(256));
     let result = runner.run(&situation(), |s| {
@@ -374,11 +373,10 @@ fn promotes_only_a_healthy_learner() {
 
 /// The smallest case `promotes_only_a_healthy_learner` finds, by hand: one voter (0,
 /// healthy, leader) and learner 1, caught up and answering, whose pod is being deleted.
-/// The planner promotes 1: two voters, and once the pod is gone one healthy voter of two —
-/// quorum lost until the pod is back (the promotion should wait, as the add waits for
-/// `PodTerminating`).
+/// The planner used to promote 1: two voters, and once the pod is gone one healthy voter of
+/// two, quorum lost until the pod is back. It waits now, as the add waits for
+/// `PodTerminating`.
 #[test]
-#[ignore = "BUG: a learner whose pod is terminating is promoted"]
 fn promoting_a_learner_whose_pod_goes_minimal_case() {
     let names = Names::new("c", "ns");
     let mut o = Observed { now: t(100), statefulset_replicas: 2, ..Observed::default() };

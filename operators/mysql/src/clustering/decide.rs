@@ -12,6 +12,8 @@
 //! replicas are (re)configured: one replica at a time, never the primary, and only while
 //! enough other replicas are healthy that the primary's commits keep being acknowledged.
 
+use std::collections::BTreeSet;
+
 use super::gtid::GtidSet;
 use super::observed::{Member, Observed, PodState, Replication, Server};
 
@@ -529,18 +531,31 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
             ),
         );
     }
-    // Pod labels must stop sending traffic to the dead primary right away.
+    // Every replica that may hold an acknowledged write: the wanted ones, and, during a
+    // scale-down, those beyond the wanted count whose pods still exist (they acknowledged
+    // commits until now, so they are fenced and may be the one promoted).
+    let leaving: BTreeSet<u32> = o
+        .members
+        .iter()
+        .filter(|m| m.ordinal >= o.replicas && m.ordinal != primary_ordinal && m.pod != PodState::Missing)
+        .map(|m| m.ordinal)
+        .collect();
+    let holders: BTreeSet<u32> =
+        (0..o.replicas).chain(leaving.iter().copied()).filter(|k| *k != primary_ordinal).collect();
     let candidates: Vec<(&Member, &Server)> = o
         .members
         .iter()
-        .filter(|m| m.ordinal != primary_ordinal && m.ordinal < o.replicas)
+        .filter(|m| holders.contains(&m.ordinal))
         .filter_map(|m| m.server.up().map(|s| (m, s)))
         .collect();
-    let replicas = o.replicas.saturating_sub(1);
+    let replicas = holders.len() as u32;
     if replicas == 0 {
         return wait("PrimaryDown", format!("the only server ({primary_ordinal}) is down; waiting for it to restart"));
     }
-    let needed = if o.semi_sync { replicas.saturating_sub(o.ack_count.max(1)) + 1 } else { replicas };
+    // While servers are being removed the primary may still have waited for the
+    // acknowledgements of another size: count on one only (every replica must answer).
+    let acks = if leaving.is_empty() { o.ack_count.max(1) } else { 1 };
+    let needed = if o.semi_sync { replicas.saturating_sub(acks) + 1 } else { replicas };
     if (candidates.len() as u32) < needed {
         return wait(
             "NotEnoughReplicasForSafeFailover",

@@ -486,12 +486,9 @@ proptest! {
 
     /// (a) during a scale-down: members beyond `spec.replicas` still run and replicate
     /// until their pods are gone, so they may hold acknowledgements too.
-    ///
-    /// BUG (decide.rs, `primary_down`): the failover counts and fences only members below
-    /// `spec.replicas`, so an acknowledgement held only by a member being scaled away is
-    /// lost; see `scale_down_failover_minimal_case` for the smallest observation.
+    /// (Found by this property: the failover once counted and fenced only members below
+    /// `spec.replicas`; `scale_down_failover_minimal_case` is the smallest such case.)
     #[test]
-    #[ignore = "BUG: a failover during a scale-down ignores members beyond spec.replicas (see scale_down_failover_minimal_case)"]
     fn failover_during_a_scale_down_never_loses_an_acknowledged_write(s in scale_down_scenario()) {
         promotes_only_a_replica_with_every_acknowledged_write(&s)?;
     }
@@ -509,11 +506,10 @@ proptest! {
 /// shrinks to, by hand. MariaDB (one acknowledgement), three members scaled down to two:
 /// the primary 0 stops answering; member 2, whose pod is being deleted but whose server
 /// still answers, is the only one that received (and so acknowledged) transaction 10;
-/// member 1 has 9. Every receiver is stopped. `decide` promotes member 1 with `0-100-9`:
-/// acknowledged transaction 10 is lost. And with member 2's receiver still running, it is
-/// not fenced either (the old primary, if alive, can still have commits acknowledged).
+/// member 1 has 9. Every receiver is stopped. `decide` used to promote member 1 with
+/// `0-100-9`, losing acknowledged transaction 10, and with member 2's receiver still
+/// running it did not fence it either.
 #[test]
-#[ignore = "BUG: a failover during a scale-down ignores members beyond spec.replicas"]
 fn scale_down_failover_minimal_case() {
     use super::fixtures::{cluster, primary, replica, server};
     let mut o = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-9"), replica(2, 0, "0-100-10")]);

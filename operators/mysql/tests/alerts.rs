@@ -56,6 +56,7 @@ fn server(executed: &str, read_only: bool, semi_sync_source: bool, replication: 
         semi_sync_source,
         semi_sync_active: semi_sync_source,
         uptime_seconds: Some(3600),
+        connection_id: Some(42),
         replication,
         connection_errors: Some(0),
         client_connections: Some(2),

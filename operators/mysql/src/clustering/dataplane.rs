@@ -199,16 +199,16 @@ impl DataPlane {
         let gtid_err = |e| DataPlaneError::Gtid { endpoint: ep.to_string(), source: e };
         let mut conn = self.connect(ep).await?;
         let query = format!(
-            "SELECT @@GLOBAL.{}, @@GLOBAL.{}, ({}), ({}), ({})",
+            "SELECT @@GLOBAL.{}, @@GLOBAL.{}, ({}), ({}), ({}), CONNECTION_ID()",
             f.read_only_variable(),
             f.semi_sync_source_enabled_variable(),
             f.gtid_executed_query(),
             f.semi_sync_source_status_query(),
             f.uptime_query()
         );
-        type Row5 = (i64, i64, Option<String>, Option<String>, Option<String>);
-        let (read_only, semi, executed, semi_status, uptime): Row5 =
-            conn.query_first(query).await.map_err(sql_err)?.unwrap_or((1, 0, None, None, None));
+        type Row6 = (i64, i64, Option<String>, Option<String>, Option<String>, Option<u64>);
+        let (read_only, semi, executed, semi_status, uptime, connection_id): Row6 =
+            conn.query_first(query).await.map_err(sql_err)?.unwrap_or((1, 0, None, None, None, None));
         let executed = GtidSet::parse(f.flavor(), executed.as_deref().unwrap_or_default()).map_err(gtid_err)?;
         let row: Option<Row> = conn.query_first(f.show_replica_status()).await.map_err(sql_err)?;
         let replication = match row {
@@ -234,6 +234,7 @@ impl DataPlane {
             semi_sync_source: semi != 0,
             semi_sync_active: semi != 0 && semi_status.is_some_and(|v| v.eq_ignore_ascii_case("ON")),
             uptime_seconds: uptime.and_then(|u| u.trim().parse().ok()),
+            connection_id,
             replication,
             connection_errors,
             client_connections,

@@ -606,6 +606,7 @@ fn server_state() -> impl Strategy<Value = ServerState> {
             semi_sync_source,
             semi_sync_active,
             uptime_seconds,
+            connection_id: uptime_seconds,
             replication,
             connection_errors: None,
             client_connections: None,

@@ -30,6 +30,7 @@ pub fn primary(i: u32, gtid: &str) -> Member {
             semi_sync_source: true,
             semi_sync_active: true,
             uptime_seconds: None,
+            connection_id: None,
             replication: None,
             connection_errors: None,
             client_connections: None,
@@ -51,6 +52,7 @@ pub fn replica(i: u32, of: u32, gtid: &str) -> Member {
             semi_sync_source: false,
             semi_sync_active: false,
             uptime_seconds: None,
+            connection_id: None,
             replication: Some(Replication {
                 source_host: addr(of).0,
                 source_port: 3306,

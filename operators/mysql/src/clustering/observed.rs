@@ -111,6 +111,10 @@ pub struct Server {
     /// Seconds since the server started (`Uptime`), when it said: a restart shows as an
     /// uptime that grew less than the time between two observations.
     pub uptime_seconds: Option<u64>,
+    /// The id of the connection that observed it (`CONNECTION_ID()`): ids grow for as long
+    /// as the server runs (every pass opens a new connection) and start again from 1 after
+    /// a restart, so a smaller id than last time is a restart however young the server.
+    pub connection_id: Option<u64>,
     /// Its replication channel, if one is configured.
     pub replication: Option<Replication>,
     /// Connection attempts that failed and connections dropped without a proper close since

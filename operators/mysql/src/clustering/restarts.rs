@@ -9,9 +9,13 @@
 //! primary had when it came back, nothing is missing; until then a failover must not count
 //! it among the replicas of which one surely holds every acknowledged write.
 //!
-//! Restarts are seen in the servers' uptime (no clock is compared: an uptime that grew less
-//! than the time between two observations is a restart). A new operator process starts
-//! with an empty memory, so restarts before its first pass are not seen.
+//! Restarts are seen in two readings of every observation, each covering the other's blind
+//! spot: the id of the observing connection (ids only grow while a server runs, and every
+//! pass opens a new connection, so a smaller id is a restart, however young the server),
+//! and the uptime (one that grew less than the time between two observations is a
+//! restart, however many connections the restarted server has had since). No clock is
+//! compared. A new operator process starts with an empty memory, so restarts before its
+//! first pass are not seen.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -26,8 +30,8 @@ const SLACK_SECONDS: u64 = 2;
 /// What the task remembers between passes.
 #[derive(Clone, Debug, Default)]
 pub struct Restarts {
-    /// Each server's last uptime, and when it was read.
-    seen: BTreeMap<u32, (u64, Instant)>,
+    /// Each server's last uptime and connection id, and when they were read.
+    seen: BTreeMap<u32, (Option<u64>, Option<u64>, Instant)>,
     /// Replicas that restarted and have not caught up since, with what the primary had
     /// executed when it was first seen answering after the restart (`None`: not yet).
     pending: BTreeMap<u32, Option<GtidSet>>,
@@ -47,12 +51,17 @@ impl Restarts {
         self.seen.retain(|o, _| members.iter().any(|m| m.ordinal == *o));
         self.pending.retain(|o, _| members.iter().any(|m| m.ordinal == *o) && Some(*o) != primary);
         for m in members {
-            let Some(uptime) = m.server.up().and_then(|s| s.uptime_seconds) else { continue };
-            let restarted = self.seen.get(&m.ordinal).is_some_and(|(before, at)| {
-                let expected = before.saturating_add(now.saturating_duration_since(*at).as_secs());
-                uptime.saturating_add(SLACK_SECONDS) < expected
+            let Some(s) = m.server.up() else { continue };
+            let (uptime, connection) = (s.uptime_seconds, s.connection_id);
+            let restarted = self.seen.get(&m.ordinal).is_some_and(|(uptime_before, connection_before, at)| {
+                let fewer_connections = connection.zip(*connection_before).is_some_and(|(now, before)| now < before);
+                let younger = uptime.zip(*uptime_before).is_some_and(|(now_up, before)| {
+                    let expected = before.saturating_add(now.saturating_duration_since(*at).as_secs());
+                    now_up.saturating_add(SLACK_SECONDS) < expected
+                });
+                fewer_connections || younger
             });
-            self.seen.insert(m.ordinal, (uptime, now));
+            self.seen.insert(m.ordinal, (uptime, connection, now));
             if restarted && Some(m.ordinal) != primary {
                 self.pending.insert(m.ordinal, None);
             }
@@ -92,6 +101,29 @@ mod tests {
     fn with_uptime(mut m: Member, uptime: u64) -> Member {
         server(&mut m).uptime_seconds = Some(uptime);
         m
+    }
+
+    fn with_connection(mut m: Member, uptime: u64, connection: u64) -> Member {
+        server(&mut m).uptime_seconds = Some(uptime);
+        server(&mut m).connection_id = Some(connection);
+        m
+    }
+
+    #[test]
+    fn a_young_server_restarted_within_the_slack_is_seen_by_its_connection_ids() {
+        let mut r = Restarts::default();
+        let t0 = Instant::now();
+        let first = [with_connection(primary(0, "0-1-3"), 9, 40), with_connection(replica(1, 0, "0-1-3"), 1, 12)];
+        assert!(r.observe(&first, Some(0), t0).is_empty());
+        // Half a second later: uptime 0 is within the slack, but the id started again.
+        let t1 = t0 + std::time::Duration::from_millis(500);
+        let second = [with_connection(primary(0, "0-1-3"), 9, 41), with_connection(replica(1, 0, "0-1-2"), 0, 3)];
+        assert_eq!(r.observe(&second, Some(0), t1), BTreeMap::from([(1, Some(g("0-1-3")))]));
+        // Ids that only grow are no restart.
+        let mut again = Restarts::default();
+        again.observe(&first, Some(0), t0);
+        let grown = [with_connection(primary(0, "0-1-3"), 9, 41), with_connection(replica(1, 0, "0-1-3"), 1, 13)];
+        assert!(again.observe(&grown, Some(0), t1).is_empty());
     }
 
     #[test]

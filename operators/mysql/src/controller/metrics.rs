@@ -280,6 +280,7 @@ mod tests {
                 semi_sync_source: false,
                 semi_sync_active: false,
                 uptime_seconds: None,
+                connection_id: None,
                 replication: None,
                 connection_errors: None,
                 client_connections: None,

@@ -389,6 +389,7 @@ mod tests {
                 semi_sync_source: false,
                 semi_sync_active: false,
                 uptime_seconds: None,
+                connection_id: None,
                 replication: Some(Replication { lag_seconds: Some(7), ..Default::default() }),
                 connection_errors: Some(3),
                 client_connections: None,

@@ -10,6 +10,8 @@
 //! - [`operator`]: any operator installed from its manifests, its metrics, its leader killed;
 //! - [`events`]: counting the Events an operator left on a resource;
 //! - [`writes`]: what a client writing throughout a test saw (gaps, lost writes);
+//! - [`history`]: what concurrent clients did to registers, checked for linearizability
+//!   by porcupine (`statecraft-porcupine`);
 //! - [`results`]: measurements appended to `results/e2e/*.jsonl`.
 //!
 //! Tests are `#[ignore]`d so that `cargo test` without a cluster skips them; `make e2e`
@@ -19,6 +21,7 @@
 pub mod cluster;
 pub mod events;
 pub mod evidence;
+pub mod history;
 pub mod images;
 pub mod namespace;
 pub mod operator;

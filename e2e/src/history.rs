@@ -106,7 +106,8 @@ impl History {
         Instant::now()
     }
 
-    fn nanos(&self, at: Instant) -> u64 {
+    /// Nanoseconds from the origin to `at`, as the history records times.
+    pub fn nanos(&self, at: Instant) -> u64 {
         u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
 

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // check runs the command on a history given as lines and returns its exit status and
@@ -174,4 +178,89 @@ func TestViolationWritesTheVisualization(t *testing.T) {
 	if err != nil || !bytes.Contains(page, []byte("<html")) {
 		t.Fatalf("visualization: %v, %d bytes", err, len(page))
 	}
+}
+
+// TestLargeConcurrentHistoryIsCheckedQuickly: 4 clients, 8000 operations on 3 keys from a
+// simulated atomic register (each operation takes effect at a random point of its
+// interval; 1% of the writes time out, half of those never applied), the size of an e2e
+// run, is found linearizable within seconds.
+func TestLargeConcurrentHistoryIsCheckedQuickly(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	type sim struct {
+		rec   Record
+		point int64
+		apply bool
+	}
+	var ops []sim
+	for client := 0; client < 4; client++ {
+		at := int64(0)
+		for n := 0; n < 2000; n++ {
+			call := at + rng.Int63n(1000)
+			ret := call + 1 + rng.Int63n(5000)
+			value := fmt.Sprintf("%d-%d", client, n)
+			rec := Record{Client: client, Key: fmt.Sprintf("k%d", rng.Intn(3)), Call: call, Return: ret, Outcome: "ok"}
+			s := sim{point: call + rng.Int63n(ret-call+1), apply: true}
+			switch rng.Intn(3) {
+			case 0:
+				rec.Kind, rec.Value = "put", &value
+			case 1:
+				rec.Kind = "get"
+			default:
+				rec.Kind, rec.Value = "cas", &value
+			}
+			if rec.Kind != "get" && rng.Intn(100) == 0 {
+				rec.Outcome = "unknown"
+				s.apply = rng.Intn(2) == 0
+			}
+			s.rec = rec
+			ops = append(ops, s)
+			at = ret
+			if rec.Outcome == "unknown" {
+				at = ret + 3000
+			}
+		}
+	}
+	sort.Slice(ops, func(a, b int) bool { return ops[a].point < ops[b].point })
+	state := map[string]*string{}
+	var lines []string
+	for i := range ops {
+		s := &ops[i]
+		cur := state[s.rec.Key]
+		switch s.rec.Kind {
+		case "put":
+			if s.apply {
+				state[s.rec.Key] = s.rec.Value
+			}
+		case "get":
+			s.rec.Value = cur
+		case "cas":
+			// Expect the current value half the time.
+			expected := "none"
+			if cur != nil && rng.Intn(2) == 0 {
+				expected = *cur
+			}
+			s.rec.Expected = &expected
+			swapped := cur != nil && *cur == expected
+			if s.rec.Outcome == "ok" {
+				s.rec.Swapped = &swapped
+			}
+			if swapped && s.apply {
+				state[s.rec.Key] = s.rec.Value
+			}
+		}
+		line, err := json.Marshal(s.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(line))
+	}
+	started := time.Now()
+	code, v := check(t, lines...)
+	if code != 0 || v.Operations != 8000 || v.Keys != 3 {
+		t.Fatalf("exit %d, %+v", code, v)
+	}
+	if took := time.Since(started); took > 30*time.Second {
+		t.Fatalf("checked in %v", took)
+	}
+	t.Logf("8000 operations (%d unknown) checked in %.3f s", v.Unknown, v.CheckSeconds)
 }

@@ -17,6 +17,7 @@ build: deps ## build every crate
 
 test: deps check ## install what is needed, then the checks and every test (unit, real API server, real S3, cluster checks)
 	$(CARGO) test --workspace --all-features --locked --no-fail-fast
+	cd e2e/porcupine && GOFLAGS=-mod=mod go test ./...
 	@scripts/test-cluster.sh
 
 images: deps ## build the container images offline (cached)

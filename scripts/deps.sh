@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need, idempotently: Debian packages, then
-# the pinned Kubernetes and etcd binaries (built from their Go modules) and the S3 server
+# the pinned Kubernetes and etcd binaries (built from their Go modules), the e2e tests'
+# linearizability checker (statecraft-porcupine, also from a Go module) and the S3 server
 # used by tests. Safe to run again; each step skips what is already there.
 source "$(dirname "$0")/lib.sh"
 
@@ -31,4 +32,5 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) fi
 command -v go >/dev/null || { echo "go not found: install Go 1.24 or newer first" >&2; exit 1; }
 
 "$ROOT/scripts/build-kube.sh"
+"$ROOT/scripts/build-porcupine.sh"
 "$ROOT/scripts/install-s3-server.sh"

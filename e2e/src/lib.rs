@@ -11,6 +11,8 @@
 //! - [`events`]: counting the Events an operator left on a resource;
 //! - [`faults`]: pauses and partitions of the local cluster's pods (SIGSTOP, iptables);
 //! - [`writes`]: what a client writing throughout a test saw (gaps, lost writes);
+//! - [`history`]: what concurrent clients did to registers, checked for linearizability
+//!   by porcupine (`statecraft-porcupine`);
 //! - [`results`]: measurements appended to `results/e2e/*.jsonl`.
 //!
 //! Tests are `#[ignore]`d so that `cargo test` without a cluster skips them; `make e2e`
@@ -21,6 +23,7 @@ pub mod cluster;
 pub mod events;
 pub mod evidence;
 pub mod faults;
+pub mod history;
 pub mod images;
 pub mod namespace;
 pub mod operator;

@@ -1,12 +1,18 @@
 //! Measurements of the e2e tests, appended to `results/e2e/<file>.jsonl` (one JSON object
 //! per line: the test, the method, the figures and the time).
 
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `results/e2e` of the workspace: measurements, and the histories tests check.
+pub fn results_dir() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/e2e")
+}
 
 /// Appends `record` as one line to `results/e2e/<file>` of the workspace. A measurement
 /// that cannot be written is reported on standard error, never fails the test.
 pub fn append_result(file: &str, record: serde_json::Value) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/e2e");
+    let dir = results_dir();
     let _ = std::fs::create_dir_all(&dir);
     let line = format!("{record}\n");
     if let Err(e) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(file)).and_then(|mut f| {

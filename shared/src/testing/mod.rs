@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     /// A binary the harness needs is not installed.
-    #[error("{binary} not found in {dir}: run `make deps` (scripts/build-kube.sh, scripts/install-s3-server.sh) first")]
+    #[error(
+        "{binary} not found in {dir}: run `make deps` (scripts/build-kube.sh, scripts/build-porcupine.sh, scripts/install-s3-server.sh) first"
+    )]
     MissingBinary { binary: String, dir: PathBuf },
     /// A file could not be read or written.
     #[error("{path}: {source}")]

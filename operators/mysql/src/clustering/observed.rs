@@ -76,6 +76,9 @@ pub enum PodState {
 }
 
 /// What a server answered.
+// One per member per pass, mostly `Up`: boxing the server would cost an allocation for
+// nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerState {
     /// No answer; the text says why (for status and Events).

@@ -479,6 +479,32 @@ async fn a_primary_that_fell_back_to_asynchronous_replication_is_seen() -> TestR
     Ok(())
 }
 
+/// A zombie primary (its replicas fenced or moved away while it was paused) has commits
+/// waiting for acknowledgements that never come; they hold off `read_only`, so demoting it
+/// must end them first. Seen in the e2e pause fault: the demotion timed out every pass and
+/// the split-brain guard, which comes first, held up everything else.
+#[tokio::test]
+async fn a_primary_with_commits_waiting_for_acknowledgements_is_demoted_and_acknowledges_none() -> TestResult {
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    rig.converge(20).await;
+    for i in [1, 2] {
+        rig.servers[i].local_admin("STOP SLAVE").await?;
+    }
+    // A client account: the operator's own connections are never killed.
+    let mut client = Conn::new(rig.opts(0, ROOT_USER, passwords().root)).await?;
+    let hung = tokio::spawn(async move { client.query_drop("INSERT INTO app.w (id) VALUES (1)").await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!hung.is_finished(), "the commit waits for an acknowledgement");
+    let ep = Endpoint { host: "127.0.0.1".into(), port: rig.servers[0].port };
+    tokio::time::timeout(Duration::from_secs(15), rig.dp.demote(&ep)).await.map_err(|_| "demote hung")??;
+    let outcome = tokio::time::timeout(Duration::from_secs(5), hung).await.map_err(|_| "the commit still waits")??;
+    assert!(outcome.is_err(), "the waiting commit was not acknowledged: {outcome:?}");
+    let mut p = rig.operator(0).await?;
+    assert_eq!(value(&mut p, "SELECT @@GLOBAL.read_only").await?, "1");
+    Ok(())
+}
+
 #[tokio::test]
 async fn switchover_moves_the_primary_with_a_short_write_pause() -> TestResult {
     let mut rig = Rig::start(3).await;

@@ -267,10 +267,14 @@ impl DataPlane {
     }
 
     /// Stops writes and disconnects every client, so that none keeps writing to a server
-    /// that is no longer the primary. Commits waiting for an acknowledgement end with an
-    /// error for their client (they were never acknowledged); only then is semi-sync's
+    /// that is no longer the primary. Clients go first: a commit waiting for an
+    /// acknowledgement (a primary whose replicas were fenced or moved away) holds off
+    /// `read_only` for as long as it waits, which with semi-sync's timeout is for ever;
+    /// killed, it ends with an error for its client (it was never acknowledged). Then writes
+    /// stop, any client that connected meanwhile goes too, and only then is semi-sync's
     /// source side turned off, so nothing waiting is released as if acknowledged.
     pub async fn demote(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
+        self.kill_clients(ep).await?;
         self.run(ep, &[self.flavor.make_read_only()], OBSERVE_TIMEOUT).await?;
         self.kill_clients(ep).await?;
         let off = format!("SET GLOBAL {} = OFF", self.flavor.semi_sync_source_enabled_variable());

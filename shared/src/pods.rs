@@ -76,6 +76,11 @@ pub fn pod_problems(pods: &[Pod]) -> Vec<PodProblem> {
     pods.iter().filter_map(pod_problem).collect()
 }
 
+/// What the scheduler says of a pod whose claims are not bound yet.
+const UNBOUND_CLAIMS: &str = "unbound immediate PersistentVolumeClaims";
+/// How long a new pod may wait for its claims before that is reported.
+const VOLUME_BINDING_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 /// The most telling problem of `pod`, if any.
 pub fn pod_problem(pod: &Pod) -> Option<PodProblem> {
     if pod.metadata.deletion_timestamp.is_some() {
@@ -94,7 +99,14 @@ pub fn pod_problem(pod: &Pod) -> Option<PodProblem> {
         .flatten()
         .find(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"));
     if let Some(c) = unschedulable {
-        return problem(ProblemKind::Unschedulable, c.message.clone().unwrap_or_else(|| "Unschedulable".into()));
+        let message = c.message.clone().unwrap_or_else(|| "Unschedulable".into());
+        // A new pod waits for its claim to be provisioned: the scheduler says so until the
+        // volume binds, which is the normal start of every new member, not a problem yet.
+        let young = crate::backup::created_at(&pod.metadata)
+            .is_some_and(|created| chrono::Utc::now().signed_duration_since(created) < VOLUME_BINDING_GRACE);
+        if !(young && message.contains(UNBOUND_CLAIMS)) {
+            return problem(ProblemKind::Unschedulable, message);
+        }
     }
     let containers = status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
     containers
@@ -191,6 +203,27 @@ mod tests {
 
     fn only(pod: &Pod) -> PodProblem {
         pod_problem(pod).expect("a problem")
+    }
+
+    #[test]
+    fn a_new_pod_waiting_for_its_volume_is_not_a_problem_until_the_grace_ends() {
+        let waiting = |created: chrono::DateTime<chrono::Utc>| {
+            let mut p = pod(
+                "db-0",
+                json!({"phase": "Pending", "conditions": [{
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found",
+                }]}),
+            );
+            p.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                created.to_rfc3339().parse().expect("a timestamp"),
+            ));
+            p
+        };
+        assert_eq!(pod_problem(&waiting(chrono::Utc::now())), None, "just created: its claim is being provisioned");
+        let stuck = pod_problem(&waiting(chrono::Utc::now() - chrono::TimeDelta::minutes(5))).expect("stuck");
+        assert_eq!(stuck.kind, ProblemKind::Unschedulable);
+        assert!(stuck.detail.contains("unbound"), "{}", stuck.detail);
     }
 
     #[test]

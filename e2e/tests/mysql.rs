@@ -1743,43 +1743,41 @@ impl Db {
     }
 }
 
-/// Fault: the primary's processes are paused (SIGSTOP) for longer than a failover takes,
-/// while four clients write, then resumed (SIGCONT). The paused server cannot answer, so a
-/// replica is promoted; when it wakes it is a zombie that still believes it is writable:
-/// it must not acknowledge a write that is then lost (its replicas were fenced and moved,
-/// so its commits wait for acknowledgements that never come, and it is demoted).
-/// Checked: no acknowledged write lost, replicas identical to the primary.
-#[tokio::test]
-#[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
-async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
+/// One fault scenario, `FAULT_RUNS` times: four writers through the read-write Service;
+/// `inject` starts the fault on the primary; once another primary is recorded (and at
+/// least 10 s have passed) the fault ends; then no acknowledged write may be lost and every
+/// replica's table must equal the primary's. Figures go to `results/e2e/mysql-faults.jsonl`.
+async fn fault_scenario<F: Fault>(
+    test: &str,
+    method: &str,
+    inject: impl Fn(&Db, &str) -> Result<F, statecraft_e2e::E2eError>,
+) -> TestResult {
     let db = Db::create("mysqlf", "db", 3, json!({"autoHeal": {"reseedErrant": true}})).await?;
     db.create_table().await?;
     for run in 0..fault_runs() {
         let writers = Writer::start_many(&db.opts().await?, 4);
         tokio::time::sleep(Duration::from_secs(3)).await;
         let before = db.status().await?.current_primary.ok_or("no primary")?;
-        let pod = db.pod(&before)?;
-        let paused = Instant::now();
-        let pause = Pause::start(&pod, "mysql")?;
+        let started = Instant::now();
+        let fault = inject(&db, &before)?;
         let after = db.primary_moved_from(&before, Duration::from_secs(60)).await?;
-        let failed_over = paused.elapsed();
-        // Keep it paused a while longer: clients may still hold connections to it.
+        let failed_over = started.elapsed();
+        // Keep the fault a while longer: clients may still hold connections to the old primary.
         tokio::time::sleep(Duration::from_secs(10).saturating_sub(failed_over)).await;
-        pause.resume()?;
+        fault.end()?;
         tokio::time::sleep(Duration::from_secs(5)).await;
         let attempts = Writer::stop_all(writers).await?;
-        let gap = longest_gap(&attempts, paused);
+        let gap = longest_gap(&attempts, started);
         let (acked, lost, compared) = db.verify_after_fault(&attempts).await?;
         eprintln!(
-            "run {run}: paused {before}; {after} promoted after {failed_over:?}; writes unavailable {gap:?}; {acked} acknowledged, {} lost",
+            "{test} run {run}: fault on {before}; {after} promoted after {failed_over:?}; writes unavailable {gap:?}; {acked} acknowledged, {} lost",
             lost.len()
         );
         append_result(
             "mysql-faults.jsonl",
             json!({
-                "test": "mysql_fault_primary_paused_past_failover_then_resumed",
-                "method": "SIGSTOP of every process of the primary's mysql container until another primary is recorded (and at least 10 s), then SIGCONT, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the pause; replicas' CHECKSUM TABLE compared with the primary's",
-                "paused": before, "primary_after": after,
+                "test": test, "method": method,
+                "faulted": before, "primary_after": after,
                 "failover_seconds": failed_over.as_secs_f64(),
                 "write_unavailable_seconds": gap.as_secs_f64(),
                 "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
@@ -1794,6 +1792,40 @@ async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
     Ok(())
 }
 
+/// A fault that a scenario ends.
+trait Fault {
+    fn end(self) -> Result<(), statecraft_e2e::E2eError>;
+}
+
+impl Fault for Pause {
+    fn end(self) -> Result<(), statecraft_e2e::E2eError> {
+        self.resume()
+    }
+}
+
+impl Fault for Partition {
+    fn end(self) -> Result<(), statecraft_e2e::E2eError> {
+        self.heal()
+    }
+}
+
+/// Fault: the primary's processes are paused (SIGSTOP) for longer than a failover takes,
+/// while four clients write, then resumed (SIGCONT). The paused server cannot answer, so a
+/// replica is promoted; when it wakes it is a zombie that still believes it is writable:
+/// it must not acknowledge a write that is then lost (its replicas were fenced and moved,
+/// so its commits wait for acknowledgements that never come, and it is demoted).
+/// Checked: no acknowledged write lost, replicas identical to the primary.
+#[tokio::test]
+#[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
+async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
+    fault_scenario(
+        "mysql_fault_primary_paused_past_failover_then_resumed",
+        "SIGSTOP of every process of the primary's mysql container until another primary is recorded (and at least 10 s), then SIGCONT, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the pause; replicas' CHECKSUM TABLE compared with the primary's",
+        |db, primary| Pause::start(&db.pod(primary)?, "mysql"),
+    )
+    .await
+}
+
 /// Fault: the operator is cut off from the primary (both operator pods' traffic dropped
 /// in the primary's network namespace) while clients still reach it. The operator cannot
 /// tell this from a dead primary, so it fails over: the replicas are fenced before a new
@@ -1803,42 +1835,10 @@ async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
 #[tokio::test]
 #[ignore = "needs the local cluster (faults act on host network namespaces): make cluster-up"]
 async fn mysql_fault_operator_cut_off_from_the_primary() -> TestResult {
-    let db = Db::create("mysqlf", "db", 3, json!({"autoHeal": {"reseedErrant": true}})).await?;
-    db.create_table().await?;
-    for run in 0..fault_runs() {
-        let writers = Writer::start_many(&db.opts().await?, 4);
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let before = db.status().await?.current_primary.ok_or("no primary")?;
-        let cut = Instant::now();
-        let partition = Partition::start(&db.pod(&before)?, &db.operator_ips()?)?;
-        let after = db.primary_moved_from(&before, Duration::from_secs(60)).await?;
-        let failed_over = cut.elapsed();
-        tokio::time::sleep(Duration::from_secs(10).saturating_sub(failed_over)).await;
-        partition.heal()?;
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let attempts = Writer::stop_all(writers).await?;
-        let gap = longest_gap(&attempts, cut);
-        let (acked, lost, compared) = db.verify_after_fault(&attempts).await?;
-        eprintln!(
-            "run {run}: cut off {before}; {after} promoted after {failed_over:?}; writes unavailable {gap:?}; {acked} acknowledged, {} lost",
-            lost.len()
-        );
-        append_result(
-            "mysql-faults.jsonl",
-            json!({
-                "test": "mysql_fault_operator_cut_off_from_the_primary",
-                "method": "iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the cut; replicas' CHECKSUM TABLE compared with the primary's",
-                "cut_off": before, "primary_after": after,
-                "failover_seconds": failed_over.as_secs_f64(),
-                "write_unavailable_seconds": gap.as_secs_f64(),
-                "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
-                "replicas_checksummed": compared, "unix_time": unix_now(),
-            }),
-        );
-        assert!(lost.is_empty(), "run {run}: acknowledged writes lost: {lost:?}");
-        assert_eq!(compared, 2, "both replicas compared");
-        assert!(acked > 20, "the clients kept writing: {acked}");
-    }
-    db.ns.pass();
-    Ok(())
+    fault_scenario(
+        "mysql_fault_operator_cut_off_from_the_primary",
+        "iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the cut; replicas' CHECKSUM TABLE compared with the primary's",
+        |db, primary| Partition::start(&db.pod(primary)?, &db.operator_ips()?),
+    )
+    .await
 }

@@ -296,9 +296,10 @@ impl Writer {
         Writer { log, stop, handle }
     }
 
-    /// `n` concurrent writers of disjoint ids.
-    fn start_many(opts: &Opts, n: u64) -> Vec<Writer> {
-        (1..=n).map(|i| Writer::start_at(opts.clone(), i, n)).collect()
+    /// `n` concurrent writers of disjoint ids, all above `base` (so that writers started
+    /// later on the same table never write a row that exists).
+    fn start_many(opts: &Opts, n: u64, base: u64) -> Vec<Writer> {
+        (1..=n).map(|i| Writer::start_at(opts.clone(), base + i, n)).collect()
     }
 
     /// Stops every writer of `writers`; returns their attempts, merged in time order.
@@ -1755,7 +1756,7 @@ async fn fault_scenario<F: Fault>(
     let db = Db::create("mysqlf", "db", 3, json!({"autoHeal": {"reseedErrant": true}})).await?;
     db.create_table().await?;
     for run in 0..fault_runs() {
-        let writers = Writer::start_many(&db.opts().await?, 4);
+        let writers = Writer::start_many(&db.opts().await?, 4, run as u64 * 1_000_000_000);
         tokio::time::sleep(Duration::from_secs(3)).await;
         let before = db.status().await?.current_primary.ok_or("no primary")?;
         let started = Instant::now();

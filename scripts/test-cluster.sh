@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cluster part of `make test`: brings the local cluster up (unless it already is),
-# runs the e2e tests that `make test` includes (the cluster checks and the MySQL and etcd
-# smoke tests), and brings the cluster down again if this script brought it up.
+# runs the e2e tests that `make test` includes (the cluster checks, the MySQL and etcd
+# smoke tests and one fault case per operator), and brings the cluster down again if this
+# script brought it up.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/e2e/cluster/env.sh"
 cd "$ROOT"
@@ -21,6 +22,14 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients
+# One fast fault case per operator (`make e2e` runs them all, FAULT_RUNS times): MySQL's
+# operator cut off from the primary (iptables in the pod's netns) with four writers and
+# replica checksums; etcd's clients checked for linearizability by porcupine while a
+# follower and then the leader are deleted.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
+  mysql_fault_operator_cut_off_from_the_primary
+cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
+  etcd_clients_stay_linearizable_while_a_follower_then_the_leader_is_deleted
 if $started_here; then
   log "cluster checks done; taking the cluster down"
 fi

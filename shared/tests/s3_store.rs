@@ -423,7 +423,9 @@ async fn store_from_a_kubernetes_secret() {
     let err = S3Store::from_secret(client.clone(), "default", &stolen).await.expect_err("not opted in");
     assert!(err.to_string().contains("db-passwords") && err.to_string().contains(OPT_IN_LABEL), "{err}");
     assert!(!err.to_string().contains("hunter2"), "{err}");
-    let err = check_credentials(client.clone(), "default", &stolen, "spec.location").await.expect_err("refused");
+    let err = check_credentials(client.clone(), "default", &stolen, "spec.location.credentialsSecret")
+        .await
+        .expect_err("refused");
     assert_eq!(err.category(), ErrorCategory::InvalidSpec, "the user's to fix: {err}");
     assert!(err.to_string().contains("spec.location.credentialsSecret"), "names the field: {err}");
 
@@ -433,6 +435,8 @@ async fn store_from_a_kubernetes_secret() {
         Some([(ENDPOINTS_ANNOTATION.to_string(), "http://elsewhere:9000".to_string())].into());
     pinned.metadata.managed_fields = None;
     secrets.replace("s3-credentials", &PostParams::default(), &pinned).await.expect("annotate");
-    let err = check_credentials(client, "default", &location, "spec.location").await.expect_err("endpoint not pinned");
+    let err = check_credentials(client, "default", &location, "spec.location.credentialsSecret")
+        .await
+        .expect_err("endpoint not pinned");
     assert!(err.to_string().contains(ENDPOINTS_ANNOTATION), "{err}");
 }

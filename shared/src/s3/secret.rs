@@ -103,7 +103,9 @@ pub(super) fn credentials_from_secret(
 
 /// Checks, before a Job is given the location's Secret, that the Secret may be used for it
 /// (the same rules as [`opted_in_credentials`]). A refusal is the user's to fix, so it is
-/// an invalid spec naming `field` (the location's path in the resource) and the Secret.
+/// an invalid spec naming `field` and the Secret: the path of the location's
+/// `credentialsSecret` in the resource, or the field that led to a location elsewhere
+/// (e.g. `spec.clusterName`, whose cluster's backup policy has it).
 pub async fn check_credentials(
     client: kube::Client,
     namespace: &str,
@@ -113,7 +115,7 @@ pub async fn check_credentials(
     match opted_in_credentials(client, namespace, location).await {
         Ok(_) => Ok(()),
         Err(e) if e.is_transient() => Err(e.into()),
-        Err(e) => Err(crate::Error::invalid_spec(format!("{field}.credentialsSecret"), e.to_string())),
+        Err(e) => Err(crate::Error::invalid_spec(field, e.to_string())),
     }
 }
 

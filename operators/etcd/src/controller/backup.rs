@@ -107,7 +107,7 @@ async fn step(backup: &EtcdBackup, ctx: &Context, status: &mut EtcdBackupStatus)
     };
     location.validate().map_err(|e| Error::invalid_spec("spec.location", e.to_string()))?;
     // The Job will be given the location's Secret: only one that opted in.
-    let field = if backup.spec.location.is_some() { "spec.location" } else { "spec.clusterName" };
+    let field = if backup.spec.location.is_some() { "spec.location.credentialsSecret" } else { "spec.clusterName" };
     check_credentials(rt.client.clone(), &rt.namespace, &location, field).await?;
     let names = Names::new(cluster_name.clone(), &rt.namespace);
     let members = cluster.status.as_ref().map(|s| s.members.as_slice()).unwrap_or_default();

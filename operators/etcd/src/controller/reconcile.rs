@@ -43,7 +43,13 @@ pub async fn bootstrap_credentials(cluster: &EtcdCluster, valid: &ValidSpec, ctx
     match &valid.spec.bootstrap_from {
         Some(source) if !bootstrapped => {
             let rt = &ctx.rt;
-            check_credentials(rt.client.clone(), &rt.namespace, &source.store, "spec.bootstrapFrom.store").await
+            check_credentials(
+                rt.client.clone(),
+                &rt.namespace,
+                &source.store,
+                "spec.bootstrapFrom.store.credentialsSecret",
+            )
+            .await
         }
         _ => Ok(()),
     }

@@ -154,7 +154,8 @@ async fn step(restore: &EtcdRestore, ctx: &Context, status: &mut EtcdRestoreStat
                 }
             };
             // The new cluster's first pod will be given the store's Secret.
-            let field = if restore.spec.source.is_some() { "spec.source.store" } else { "spec.backupName" };
+            let field =
+                if restore.spec.source.is_some() { "spec.source.store.credentialsSecret" } else { "spec.backupName" };
             check_credentials(rt.client.clone(), &rt.namespace, &source.store, field).await?;
             let key = source.key.clone();
             let created = clusters

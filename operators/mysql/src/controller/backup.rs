@@ -129,7 +129,7 @@ async fn step(backup: &MySQLBackup, ctx: &Context, status: &mut MySQLBackupStatu
     };
     let valid = validate(&cluster.spec)?;
     // The Job will be given the location's Secret: only one that opted in.
-    let field = if backup.spec.location.is_some() { "spec.location" } else { "spec.clusterName" };
+    let field = if backup.spec.location.is_some() { "spec.location.credentialsSecret" } else { "spec.clusterName" };
     check_credentials(rt.client.clone(), &rt.namespace, &location, field).await?;
     let names = Names::new(cluster.name_any(), &rt.namespace);
     let cluster_status = cluster.status.clone().unwrap_or_default();

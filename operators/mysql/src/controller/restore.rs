@@ -191,7 +191,8 @@ async fn step(restore: &MySQLRestore, ctx: &Context, status: &mut MySQLRestoreSt
     };
     status.binlogs_from = replay.as_ref().map(|r| r.backup.clone());
     // The Job will be given the location's Secret: only one that opted in.
-    let field = if restore.spec.location.is_some() { "spec.location.store" } else { "spec.backupName" };
+    let field =
+        if restore.spec.location.is_some() { "spec.location.store.credentialsSecret" } else { "spec.backupName" };
     check_credentials(rt.client.clone(), &rt.namespace, &location, field).await?;
 
     // The target: created here, or already ours; anything else is refused.

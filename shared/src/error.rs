@@ -58,6 +58,11 @@ pub enum Error {
     #[error(transparent)]
     S3(Box<crate::s3::S3Error>),
 
+    /// This process may no longer act: its leader Lease may have passed to another replica
+    /// (see [`crate::leader::Leadership`]).
+    #[error("not acting: this process's leader Lease was last renewed too long ago (another replica may lead)")]
+    NotLeading,
+
     /// Something that retrying will not fix.
     #[error("{0}")]
     Permanent(String),
@@ -90,7 +95,7 @@ impl Error {
             {
                 ErrorCategory::Permanent
             }
-            Error::Kube { .. } | Error::DataPlane { .. } => ErrorCategory::Transient,
+            Error::Kube { .. } | Error::DataPlane { .. } | Error::NotLeading => ErrorCategory::Transient,
             Error::S3(e) if e.is_transient() => ErrorCategory::Transient,
             Error::S3(_) | Error::Serde { .. } | Error::Permanent(_) => ErrorCategory::Permanent,
         }
@@ -105,6 +110,7 @@ impl Error {
             Error::Serde { .. } => "SerializationError",
             Error::DataPlane { .. } => "DataPlaneError",
             Error::S3(_) => "BackupStoreError",
+            Error::NotLeading => "NotLeading",
             Error::Permanent(_) => "PermanentError",
         }
     }

@@ -16,7 +16,15 @@
 //!   expired Lease exactly one succeeds.
 //! - On a clean shutdown the holder releases the Lease, so a standby takes over within one
 //!   retry period instead of waiting for expiry.
+//! - The holder's actions are fenced on the Lease ([`Leadership`]): a process that was
+//!   paused (SIGSTOP, a frozen VM, a long GC-like stall) past its Lease wakes up with its
+//!   tasks mid-way and would act before its elector has run again to learn that another
+//!   replica leads. Every data-plane operation and status write first checks that the last
+//!   successful renewal *began* less than `renew_deadline` ago; others take over no sooner
+//!   than `lease_duration` after they saw that renewal, so the difference is the margin for
+//!   an operation already under way.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -69,6 +77,65 @@ impl LeaseConfig {
     }
 }
 
+/// Whether this process may act as the leader now: the fence every data-plane operation
+/// and status write of a leader-elected operator passes first (see the module docs).
+/// Cheap to clone; all clones share one state.
+#[derive(Clone, Debug)]
+pub struct Leadership(Arc<Mutex<Fence>>);
+
+#[derive(Debug)]
+enum Fence {
+    /// No leader election (`--leader-election=false`): exactly one replica runs.
+    Always,
+    /// Leader election: may act until this instant (none: not leading).
+    Until(Option<Instant>),
+}
+
+impl Leadership {
+    /// For an operator run without leader election: always holds.
+    pub fn unelected() -> Self {
+        Leadership(Arc::new(Mutex::new(Fence::Always)))
+    }
+
+    /// For an elector: holds nothing until its first renewal.
+    pub fn elected() -> Self {
+        Leadership(Arc::new(Mutex::new(Fence::Until(None))))
+    }
+
+    fn fence(&self) -> std::sync::MutexGuard<'_, Fence> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether this process may act at `now`.
+    pub fn holds_at(&self, now: Instant) -> bool {
+        match *self.fence() {
+            Fence::Always => true,
+            Fence::Until(until) => until.is_some_and(|u| now < u),
+        }
+    }
+
+    /// `Ok` when this process may act now, else [`Error::NotLeading`]: call it right before
+    /// anything only the leader may do.
+    pub fn check(&self) -> Result<()> {
+        if self.holds_at(Instant::now()) { Ok(()) } else { Err(Error::NotLeading) }
+    }
+
+    /// A renewal that began at `began` succeeded: acting is allowed for `renew_deadline` from
+    /// then.
+    fn renewed(&self, began: Instant, renew_deadline: Duration) {
+        if let Fence::Until(until) = &mut *self.fence() {
+            *until = Some(began + renew_deadline);
+        }
+    }
+
+    /// Leadership ended (lost or released).
+    fn ended(&self) {
+        if let Fence::Until(until) = &mut *self.fence() {
+            *until = None;
+        }
+    }
+}
+
 /// What the elector last saw of the Lease, and when it saw it change.
 struct Observed {
     record: (Option<String>, Option<String>), // (holder, renewTime) as written
@@ -80,13 +147,15 @@ pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaseConfig,
     observed: Option<Observed>,
+    leadership: Leadership,
 }
 
 impl LeaderElector {
-    /// An elector for `config` (call [`LeaseConfig::validate`] first).
-    pub fn new(client: Client, config: LeaseConfig) -> Self {
+    /// An elector for `config` (call [`LeaseConfig::validate`] first) that keeps
+    /// `leadership` (made with [`Leadership::elected`]) up to date.
+    pub fn new(client: Client, config: LeaseConfig, leadership: Leadership) -> Self {
         let api = Api::namespaced(client, &config.namespace);
-        LeaderElector { api, config, observed: None }
+        LeaderElector { api, config, observed: None, leadership }
     }
 
     /// Runs until `shutdown` is cancelled or leadership is lost, publishing `true` while
@@ -101,11 +170,13 @@ impl LeaderElector {
     async fn run(mut self, tx: watch::Sender<bool>, shutdown: CancellationToken) {
         let mut last_renewal: Option<Instant> = None;
         loop {
+            let began = Instant::now();
             let attempt = tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew()).await;
             let leading = *tx.borrow();
             match attempt {
                 Ok(Ok(true)) => {
-                    last_renewal = Some(Instant::now());
+                    self.leadership.renewed(began, self.config.renew_deadline);
+                    last_renewal = Some(began);
                     if !leading {
                         info!(lease = %self.config.name, identity = %self.config.identity, "acquired leadership");
                         tx.send_replace(true);
@@ -113,6 +184,7 @@ impl LeaderElector {
                 }
                 Ok(Ok(false)) if leading => {
                     warn!(lease = %self.config.name, "another process holds the lease: leadership lost");
+                    self.leadership.ended();
                     tx.send_replace(false);
                     return;
                 }
@@ -122,6 +194,7 @@ impl LeaderElector {
             }
             if leading && last_renewal.is_none_or(|t| t.elapsed() >= self.config.renew_deadline) {
                 warn!(lease = %self.config.name, "could not renew within the renew deadline: leadership lost");
+                self.leadership.ended();
                 tx.send_replace(false);
                 return;
             }
@@ -131,6 +204,7 @@ impl LeaderElector {
             }
         }
         if *tx.borrow() {
+            self.leadership.ended();
             tx.send_replace(false);
             if let Err(e) = self.release().await {
                 warn!(lease = %self.config.name, error = %e, "could not release the lease; a standby takes over when it expires");
@@ -220,5 +294,33 @@ impl LeaderElector {
             .map_err(|e| Error::kube("releasing lease", e))?;
         info!(lease = %self.config.name, "released leadership");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_elected_fence_holds_only_within_the_renew_deadline_of_the_last_renewal() {
+        let fence = Leadership::elected();
+        let t0 = Instant::now();
+        assert!(!fence.holds_at(t0), "nothing before the first renewal");
+        fence.renewed(t0, Duration::from_secs(3));
+        assert!(fence.holds_at(t0 + Duration::from_millis(2999)));
+        // A process paused past its Lease wakes up after the deadline: it may not act,
+        // whatever its elector has not noticed yet.
+        assert!(!fence.holds_at(t0 + Duration::from_secs(3)));
+        fence.ended();
+        assert!(!fence.holds_at(t0), "lost or released: never again");
+        assert!(matches!(fence.check(), Err(Error::NotLeading)));
+    }
+
+    #[test]
+    fn an_unelected_fence_always_holds() {
+        let fence = Leadership::unelected();
+        fence.ended();
+        assert!(fence.holds_at(Instant::now() + Duration::from_secs(3600)));
+        assert!(fence.check().is_ok());
     }
 }

@@ -483,6 +483,73 @@ async fn an_operator_whose_lease_is_taken_stops_at_once() -> TestResult {
     Ok(())
 }
 
+/// Sends `signal` (e.g. `-STOP`) to the operator process `child`.
+async fn signal(child: &Child, signal: &str) -> TestResult {
+    let pid = child.id().ok_or("the operator has exited")?;
+    let status = Command::new("kill").args([signal, &pid.to_string()]).status().await?;
+    assert!(status.success(), "kill {signal} {pid}");
+    Ok(())
+}
+
+/// A leader paused (SIGSTOP) past its Lease wakes up with its watches full of work that
+/// arrived meanwhile; before its elector has run again it must not act on any of it,
+/// because the standby leads by then. Checked: whatever op-a finds on waking (a changed
+/// Echo, a new one), only op-b reconciles, and op-a exits to restart as a standby.
+#[tokio::test]
+async fn a_leader_paused_past_its_lease_acts_on_nothing_when_it_resumes() -> TestResult {
+    let ns = "paused";
+    let EchoSetup { server: _server, admin, kubeconfig, logs } = echo_setup(ns).await?;
+    let mut first = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
+    eventually(Duration::from_secs(60), "op-a to hold the lease", || async {
+        (lease_holder(&leases).await? == "op-a").then_some(())
+    })
+    .await?;
+    let _second = start_operator(&kubeconfig, ns, "op-b", &logs.join("b.log"))?;
+    let echoes = echo_api(&admin, ns);
+    echoes.create(&PostParams::default(), &echo("e0", "before")?).await?;
+    let by = eventually(Duration::from_secs(30), "e0 to be Ready", || ready_by(&echoes, "e0")).await?;
+    assert_eq!(by, "op-a");
+
+    signal(&first, "-STOP").await?;
+    eventually(Duration::from_secs(30), "op-b to take the lease", || async {
+        (lease_holder(&leases).await? == "op-b").then_some(())
+    })
+    .await?;
+    // Work for the paused leader to find when it wakes: a change and a new object.
+    let patch = json!({"spec": {"message": "while paused"}});
+    echoes.patch("e0", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    echoes.create(&PostParams::default(), &echo("e1", "while paused")?).await?;
+    for name in ["e0", "e1"] {
+        let by = eventually(Duration::from_secs(30), "the new leader to reconcile", || ready_by(&echoes, name)).await?;
+        assert_eq!(by, "op-b", "{name}");
+    }
+
+    signal(&first, "-CONT").await?;
+    let patch = json!({"spec": {"message": "after resume"}});
+    echoes.patch("e0", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    let status = tokio::time::timeout(Duration::from_secs(15), first.wait()).await??;
+    assert!(!status.success(), "the woken replica exits to restart as a standby");
+    for name in ["e0", "e1"] {
+        let by = eventually(Duration::from_secs(30), "Ready", || ready_by(&echoes, name)).await?;
+        assert_eq!(by, "op-b", "{name} was reconciled by the paused replica after it woke");
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), ns);
+    assert_eq!(data(cms.get("e0-echo").await?, "message").as_deref(), Some("after resume"));
+    // A status write can be overwritten, an Event cannot: op-a reported e0 once, before it
+    // was paused (a second report would have made its Event a series), and never e1.
+    let events: Api<Event> = Api::namespaced(admin.clone(), ns);
+    for e in events.list(&Default::default()).await?.items {
+        if e.reporting_instance.as_deref() != Some("op-a") {
+            continue;
+        }
+        let about = e.regarding.as_ref().and_then(|r| r.name.clone()).unwrap_or_default();
+        assert_ne!(about, "e1", "op-a acted on e1, created while it was paused: {e:?}");
+        assert!(e.series.is_none(), "op-a acted on {about} again after it woke: {e:?}");
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_panicking_task_is_restarted_with_a_warning_event_and_a_metric() -> TestResult {
     use statecraft_shared::runner::Runtime;

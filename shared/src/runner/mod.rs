@@ -32,7 +32,7 @@ use crate::apply::ApplyCache;
 use crate::cli::{Cli, Command, LogFormat, RunArgs};
 use crate::error::backoff;
 use crate::events::EventPublisher;
-use crate::leader::{LeaderElector, LeaseConfig};
+use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::rbac;
 use crate::{Error, ErrorCategory, Result};
@@ -86,12 +86,16 @@ pub struct Runtime {
     pub metrics: Arc<Metrics>,
     /// Remembers applied objects so unchanged applies are skipped.
     pub apply_cache: ApplyCache,
+    /// Whether this replica may act now: check it before any write only the leader may
+    /// make (reconciles are checked by [`Runtime::run_controller`]).
+    pub leadership: Leadership,
     /// Consecutive failures per object, for back-off.
     failures: Mutex<HashMap<String, u32>>,
 }
 
 impl Runtime {
-    /// Builds the runtime for an operator named `name`.
+    /// Builds the runtime for an operator named `name`, acting always (see
+    /// [`Runtime::with_leadership`]).
     pub fn new(client: Client, namespace: String, name: &'static str, identity: String) -> Result<Self> {
         let metrics = Metrics::new(name).map_err(|e| Error::Permanent(format!("metrics registry: {e}")))?;
         Ok(Runtime {
@@ -102,8 +106,15 @@ impl Runtime {
             identity,
             metrics: Arc::new(metrics),
             apply_cache: ApplyCache::default(),
+            leadership: Leadership::unelected(),
             failures: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The runtime acting only while `leadership` holds.
+    pub fn with_leadership(mut self, leadership: Leadership) -> Self {
+        self.leadership = leadership;
+        self
     }
 
     /// Runs `controller` with `reconcile` until `shutdown`, adding what every controller
@@ -129,6 +140,9 @@ impl Runtime {
             let runtime = runtime.clone();
             let reconcile = reconcile.clone();
             async move {
+                // A replica that may have lost the Lease (paused past it) does nothing, not
+                // even an Event: the elector learns soon and stops the controllers.
+                runtime.leadership.check()?;
                 let started = Instant::now();
                 let result = reconcile(obj.clone(), ctx).await;
                 let reason = result.as_ref().err().map(Error::reason);
@@ -347,7 +361,10 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
         lease.validate()?;
     }
     let client = Client::try_default().await.map_err(|e| Error::kube("connecting to the API server", e))?;
-    let runtime = Arc::new(Runtime::new(client.clone(), namespace.clone(), O::NAME, identity.clone())?);
+    let leadership = if args.leader_election { Leadership::elected() } else { Leadership::unelected() };
+    let runtime = Arc::new(
+        Runtime::new(client.clone(), namespace.clone(), O::NAME, identity.clone())?.with_leadership(leadership.clone()),
+    );
     info!(operator = O::NAME, %namespace, %identity, "starting");
 
     let ready = Arc::new(AtomicBool::new(false));
@@ -365,7 +382,7 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
     let elector_stop = CancellationToken::new();
     let mut lost = None;
     let elector = if args.leader_election {
-        let (mut leading, handle) = LeaderElector::new(client, lease).spawn(elector_stop.clone());
+        let (mut leading, handle) = LeaderElector::new(client, lease, leadership).spawn(elector_stop.clone());
         info!("waiting for the leader lease");
         tokio::select! {
             _ = stop.cancelled() => {

@@ -298,6 +298,8 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     if let Some(phase) = &status.phase {
         ctx.metrics.set_phase(name, phase);
     }
+    // What this pass saw is written only by a replica that still leads.
+    rt.leadership.check()?;
     patch_status(&api, &cluster, cluster.status.as_ref(), &status, rt.field_manager).await?;
     Ok(next)
 }
@@ -352,6 +354,8 @@ async fn carry_out(
         }
         _ => memory.last_wait = None,
     }
+    // Membership changes are the leader's alone: not after a pause past the Lease.
+    rt.leadership.check()?;
     info!(cluster = %names.cluster, step = ?step, "membership step");
     let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(rt.client.clone(), &rt.namespace);
@@ -446,6 +450,7 @@ async fn roll_step(
     let mut progress = status.upgrade.clone().unwrap_or_default();
     let step = next_step(&members, &gates, &progress).await?;
     if let Action::Restart { member } = &step.action {
+        rt.leadership.check()?;
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
         delete_if_present(&pods, member).await?;
         let note = format!("restarting {member} on the new revision");

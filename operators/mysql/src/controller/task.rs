@@ -202,6 +202,8 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             memory.last_wait = None;
             let (reason, note) = describe(op, &names);
             info!(cluster = %name, operation = ?op, "clustering operation");
+            // Data-plane operations are the leader's alone: not after a pause past the Lease.
+            rt.leadership.check()?;
             let started = Instant::now();
             let result = perform(&dp, op, &observed, &targets, observed.ack_count).await;
             info!(cluster = %name, ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "clustering operation performed");
@@ -214,6 +216,8 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
                         }
                         None => rt.events.normal(&cluster, reason, "Clustering", note).await,
                     }
+                    // A pause may have fallen in the middle of the operation.
+                    rt.leadership.check()?;
                     apply_effect(&pods, &names, effect, &mut new_status).await?;
                     if let (Operation::Switchover { .. }, Some(r)) = (op, &request) {
                         new_status.handled_switchover = Some(r.clone());
@@ -307,6 +311,8 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             cluster.metadata.generation,
         );
     }
+    // What this pass saw is written only by a replica that still leads.
+    rt.leadership.check()?;
     patch_status(&api, &cluster, cluster.status.as_ref(), &new_status, rt.field_manager).await?;
     Ok(next)
 }
@@ -344,6 +350,7 @@ async fn roll_step(
             .await;
     }
     if let Action::Restart { member } = &step.action {
+        rt.leadership.check()?;
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
         pods.delete(member, &Default::default()).await.map_err(|e| Error::kube(format!("deleting pod {member}"), e))?;
         let note = format!("restarting {member} on the new revision");

@@ -28,7 +28,8 @@ pub const RESEED_WAITS_FOR_MEMBER: &str = "ReseedWaitsForMember";
 pub const REPLICA_RESTARTED: &str = "ReplicaRestartedBeforeFailover";
 
 /// Passes in a row a primary whose pod still runs must fail to answer before a failover
-/// (a pod that is gone or terminating is failed over at once).
+/// (a pod that is gone, terminating or not started is failed over at once: no server runs
+/// in it).
 pub const FAILOVER_AFTER_PASSES: u32 = 2;
 /// A replica lagging more than this is not chosen as a switchover target.
 pub const SWITCHOVER_MAX_LAG_SECONDS: i64 = 10;
@@ -521,7 +522,9 @@ fn relabel(o: &Observed, verdicts: &[Verdict]) -> Option<Operation> {
 }
 
 fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) -> Operation {
-    let gone = primary.is_none_or(|m| matches!(m.pod, PodState::Missing | PodState::Terminating));
+    // A pod not started (recreated after a kill) runs no server either: a new operator
+    // leader, whose count starts at zero, fails over as soon as the old one would have.
+    let gone = primary.is_none_or(|m| matches!(m.pod, PodState::Missing | PodState::Terminating | PodState::Pending));
     let passes = primary.map_or(u32::MAX, |m| m.unreachable_passes);
     if !gone && passes < FAILOVER_AFTER_PASSES {
         return wait(

@@ -249,6 +249,10 @@ fn a_deleted_primary_pod_fails_over_at_once() {
     o.members[0] = down(primary(0, "0-100-10"), 0);
     o.members[0].pod = PodState::Missing;
     assert_eq!(op(&o), Operation::Fence { ordinals: vec![1, 2] });
+    // Recreated but not started (the StatefulSet replaced a killed pod): no server runs in
+    // it, nothing to wait for, even for an operator that has just started counting.
+    o.members[0].pod = PodState::Pending;
+    assert_eq!(op(&o), Operation::Fence { ordinals: vec![1, 2] });
 }
 
 #[test]

@@ -130,6 +130,9 @@ pub trait FlavorSql: Send + Sync {
     /// former primary continues from its own position.
     fn prepare_replica(&self) -> Vec<String>;
     /// Points the replica at `source` with GTID auto-positioning. Contains the password.
+    /// Heartbeats every second (the default is 30 s): a source's dump thread notices a
+    /// replica that went away at its next heartbeat, and a terminating primary's preStop
+    /// hook waits for its replicas to be gone (`handover_sh`).
     fn change_source(&self, source: &ReplicationSource<'_>) -> SecretSql;
     /// Starts both replication threads.
     fn start_replica(&self) -> &'static str;
@@ -336,7 +339,7 @@ impl FlavorSql for MariaDb {
     fn change_source(&self, s: &ReplicationSource<'_>) -> SecretSql {
         SecretSql(format!(
             "CHANGE MASTER TO MASTER_HOST={}, MASTER_PORT={}, MASTER_USER={}, MASTER_PASSWORD={}, \
-             MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+             MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
             quote(s.host),
             s.port,
             quote(s.user),
@@ -451,7 +454,7 @@ impl FlavorSql for MySql {
     fn change_source(&self, s: &ReplicationSource<'_>) -> SecretSql {
         SecretSql(format!(
             "CHANGE REPLICATION SOURCE TO SOURCE_HOST={}, SOURCE_PORT={}, SOURCE_USER={}, SOURCE_PASSWORD={}, \
-             SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, GET_SOURCE_PUBLIC_KEY=1",
+             SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=1, GET_SOURCE_PUBLIC_KEY=1",
             quote(s.host),
             s.port,
             quote(s.user),
@@ -512,7 +515,7 @@ mod tests {
         assert_eq!(
             sql.expose(),
             "CHANGE MASTER TO MASTER_HOST='db-0.db-hl.ns.svc', MASTER_PORT=3306, MASTER_USER='repl', \
-             MASTER_PASSWORD='s3cr''et', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1"
+             MASTER_PASSWORD='s3cr''et', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1"
         );
     }
 

@@ -4,16 +4,16 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    SeccompProfile, Volume, VolumeMount, VolumeResourceRequirements,
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, Lifecycle,
+    LifecycleHandler, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, SeccompProfile, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::config::{
-    ALIVE_SH, BACKUP_PASSWORD_ENV, CONFIG_DIR, DATA_MOUNT, OPERATOR_PASSWORD_ENV, READY_SH, REPLICATION_PASSWORD_ENV,
-    ROOT_PASSWORD_ENV, RUN_DIR, START_SH, config_path, my_cnf,
+    ALIVE_SH, BACKUP_PASSWORD_ENV, CONFIG_DIR, DATA_MOUNT, HANDOVER_SH, OPERATOR_PASSWORD_ENV, READ_WRITE_SERVICE_ENV,
+    READY_SH, REPLICATION_PASSWORD_ENV, ROOT_PASSWORD_ENV, RUN_DIR, START_SH, config_path, my_cnf,
 };
 use super::secret::{BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
 use super::{MYSQL_PORT, Names, content_hash};
@@ -90,6 +90,11 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             field_env("POD_NAME", "metadata.name"),
             field_env("POD_NAMESPACE", "metadata.namespace"),
             EnvVar { name: "HEADLESS_SERVICE".into(), value: Some(names.headless_service()), ..Default::default() },
+            EnvVar {
+                name: READ_WRITE_SERVICE_ENV.into(),
+                value: Some(names.read_write_service()),
+                ..Default::default()
+            },
             secret_env(OPERATOR_PASSWORD_ENV, &names.secret(), OPERATOR_KEY),
             secret_env(REPLICATION_PASSWORD_ENV, &names.secret(), REPLICATION_KEY),
             secret_env(ROOT_PASSWORD_ENV, &names.secret(), ROOT_KEY),
@@ -105,6 +110,15 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         startup_probe: Some(exec_probe(ALIVE_SH, 5, 5, 120)),
         liveness_probe: Some(exec_probe(ALIVE_SH, 10, 5, 6)),
         readiness_probe: Some(exec_probe(READY_SH, 5, 5, 2)),
+        // A primary being deleted or evicted keeps serving until the operator has switched
+        // over (see `handover_sh`), so a drain costs a switchover, not a failover.
+        lifecycle: Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                exec: Some(ExecAction { command: Some(vec!["/bin/sh".into(), config_path(HANDOVER_SH)]) }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
         resources: spec.resources.clone(),
         volume_mounts: Some(vec![
             mount(DATA_VOLUME, DATA_MOUNT, false),
@@ -235,6 +249,16 @@ mod tests {
         assert_eq!(exec(&c.readiness_probe), ["/bin/sh", "/etc/statecraft/ready.sh"]);
         assert_eq!(exec(&c.liveness_probe), ["/bin/sh", "/etc/statecraft/alive.sh"]);
         assert_eq!(exec(&c.startup_probe), ["/bin/sh", "/etc/statecraft/alive.sh"]);
+        let pre_stop = c.lifecycle.as_ref().unwrap().pre_stop.as_ref().unwrap();
+        assert_eq!(
+            pre_stop.exec.as_ref().unwrap().command.as_deref().unwrap(),
+            ["/bin/sh", "/etc/statecraft/handover.sh"]
+        );
+        assert!(
+            pod.termination_grace_period_seconds.unwrap()
+                > i64::from(crate::build::config::HANDOVER_TIMEOUT_SECONDS) + 60,
+            "the hand-over leaves time for a clean shutdown"
+        );
         assert_eq!(c.ports.as_ref().unwrap()[0].container_port, 3306);
         let env: Vec<_> = c.env.as_ref().unwrap().iter().map(|e| e.name.as_str()).collect();
         assert_eq!(
@@ -243,6 +267,7 @@ mod tests {
                 "POD_NAME",
                 "POD_NAMESPACE",
                 "HEADLESS_SERVICE",
+                "READ_WRITE_SERVICE",
                 "OPERATOR_PASSWORD",
                 "REPLICATION_PASSWORD",
                 "ROOT_PASSWORD",

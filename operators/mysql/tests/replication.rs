@@ -33,6 +33,8 @@ struct Rig {
     servers: Vec<MariaDb>,
     dp: DataPlane,
     recorded: Option<u32>,
+    /// `status.deposedPrimary`.
+    deposed: Option<u32>,
     labels: Vec<Option<String>>,
     switchover_to: Option<u32>,
     streaks: Streaks,
@@ -55,6 +57,7 @@ impl Rig {
             servers,
             dp: DataPlane::new(flavor::sql(Flavor::Mariadb), p.operator.into(), p.replication.into()),
             recorded: None,
+            deposed: None,
             labels: vec![None; n as usize],
             switchover_to: None,
             streaks: Streaks::default(),
@@ -95,8 +98,11 @@ impl Rig {
             heal: self.heal.clone(),
             recently_configured: Default::default(),
             restarted,
+            deposed: self.deposed,
         };
         let d = decide(&o);
+        // As the task does: a deposed primary serving again is no longer one.
+        self.deposed = self.deposed.filter(|g| !d.verdicts.iter().any(|v| v.ordinal == *g && v.healthy));
         if !matches!(d.operation, Operation::Nothing | Operation::Wait { .. }) {
             match perform(&self.dp, &d.operation, &o, &targets, o.ack_count).await {
                 Ok(Effect::RecordPrimary(i)) => {
@@ -104,6 +110,10 @@ impl Rig {
                     if matches!(d.operation, Operation::Switchover { .. }) {
                         self.switchover_to = None;
                     }
+                }
+                Ok(Effect::RecordFailover { primary, deposed }) => {
+                    self.recorded = Some(primary);
+                    self.deposed = Some(deposed);
                 }
                 Ok(Effect::Relabel(changes)) => {
                     for (i, role) in changes {

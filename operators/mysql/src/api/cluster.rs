@@ -436,6 +436,12 @@ pub struct MySQLClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_primary: Option<String>,
 
+    /// Pod name of the primary the last failover replaced, until it replicates from the
+    /// current one: transactions it has beyond what the current primary received were never
+    /// acknowledged, so they do not keep the current one from taking writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deposed_primary: Option<String>,
+
     /// Every server, as last observed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<MemberStatus>,

@@ -351,7 +351,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
     // read-only primary (restarted, or restored) cannot tell an errant replica from its own
     // lost data, so any replica ahead of it stops this: safety over availability.
     if ps.read_only {
-        for m in o.members.iter().filter(|m| m.ordinal != p.ordinal) {
+        for m in o.members.iter().filter(|m| m.ordinal != p.ordinal && Some(m.ordinal) != o.deposed) {
             if let Some(s) = m.server.up()
                 && !ps.executed.contains(&s.received())
             {
@@ -365,6 +365,18 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
                     ),
                 );
             }
+        }
+        // Clients leave a former primary before this one takes writes: one that wakes up
+        // (paused, cut off) still labelled would serve, through the same Service, reads
+        // older than what the new one accepts, and, once demoted, reads of commits it
+        // released that nobody acknowledged (seen by porcupine in e2e).
+        let labelled_elsewhere = o.members.iter().any(|m| {
+            m.ordinal != p.ordinal
+                && m.pod != PodState::Missing
+                && m.role_label.as_deref() == Some(Role::Primary.label())
+        });
+        if labelled_elsewhere && let Some(op) = relabel(o, verdicts) {
+            return op;
         }
         return Operation::MakeWritable { ordinal: p.ordinal };
     }
@@ -509,15 +521,18 @@ fn reseed(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Result<Opera
     Some(Ok(Operation::Reseed { ordinal: name, why }))
 }
 
-/// Labels that differ from the verdicts.
+/// Labels that differ from the verdicts, the primary label given last: applied in this
+/// order, no two pods are ever labelled primary at once (applied by ordinal, a new
+/// primary 0 was labelled while the old one, 1, still was: porcupine saw reads of both).
 fn relabel(o: &Observed, verdicts: &[Verdict]) -> Option<Operation> {
-    let changes: Vec<(u32, Option<Role>)> = o
+    let mut changes: Vec<(u32, Option<Role>)> = o
         .members
         .iter()
         .zip(verdicts)
         .filter(|(m, v)| m.pod != PodState::Missing && m.role_label.as_deref() != v.role.map(Role::label))
         .map(|(m, v)| (m.ordinal, v.role))
         .collect();
+    changes.sort_by_key(|(_, role)| *role == Some(Role::Primary));
     (!changes.is_empty()).then_some(Operation::Relabel { changes })
 }
 

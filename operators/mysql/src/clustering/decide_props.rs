@@ -342,6 +342,7 @@ impl Scenario {
             recorded_primary: Some(self.primary),
             switchover_to: None,
             members,
+            deposed: None,
             heal: Healing::default(),
             recently_configured: BTreeSet::new(),
             restarted,
@@ -649,6 +650,7 @@ fn any_observed() -> impl Strategy<Value = Observed> {
         heal,
         prop::collection::btree_set((ordinal(), ordinal()), 0..3),
         prop::collection::btree_map(ordinal(), prop::option::of(any_gtid_set()), 0..3),
+        prop::option::of(ordinal()),
     )
         .prop_map(
             |(
@@ -658,6 +660,7 @@ fn any_observed() -> impl Strategy<Value = Observed> {
                 heal,
                 recently_configured,
                 restarted,
+                deposed,
             )| {
                 Observed {
                     replicas,
@@ -670,6 +673,7 @@ fn any_observed() -> impl Strategy<Value = Observed> {
                     heal,
                     recently_configured,
                     restarted,
+                    deposed,
                 }
             },
         )

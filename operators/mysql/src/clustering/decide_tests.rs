@@ -69,6 +69,38 @@ fn a_read_only_primary_is_made_writable_only_when_it_has_everything() {
 }
 
 #[test]
+fn a_new_primary_takes_writes_only_once_the_former_one_lost_the_label() {
+    // Promoted 1, read-only still; 0 (paused or cut off) still carries the label.
+    let mut o = cluster(vec![down(primary(0, "0-100-10"), 2), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
+    o.recorded_primary = Some(1);
+    o.members[0].role_label = Some("primary".into());
+    o.members[1].role_label = None;
+    server(&mut o.members[1]).read_only = true;
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, None), (1, Some(Role::Primary))] });
+    o.members[0].role_label = None;
+    o.members[1].role_label = Some("primary".into());
+    assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
+}
+
+#[test]
+fn the_deposed_primary_unacknowledged_tail_does_not_hold_the_new_one_back() {
+    // The partition healed between the promotion of 1 and its first write: 0 is back,
+    // demoted, with a commit nobody acknowledged (0-100-11).
+    let mut o = cluster(vec![primary(0, "0-100-11"), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
+    o.recorded_primary = Some(1);
+    o.members[0].role_label = None;
+    server(&mut o.members[0]).read_only = true;
+    server(&mut o.members[1]).read_only = true;
+    let d = decide(&o);
+    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryBehindReplica", .. }), "{d:?}");
+    o.deposed = Some(0);
+    assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
+    // Any other member ahead still holds it back.
+    server(&mut o.members[2]).executed = g("0-100-12");
+    assert!(matches!(op(&o), Operation::Wait { reason: "PrimaryBehindReplica", .. }));
+}
+
+#[test]
 fn semi_sync_source_off_on_the_primary_is_repaired() {
     let mut o = healthy3();
     server(&mut o.members[0]).semi_sync_source = false;
@@ -166,7 +198,8 @@ fn a_new_primary_is_labelled_before_replicas_are_configured() {
     o.members[0].role_label = None;
     o.members[1].role_label = Some("primary".into());
     server(&mut o.members[1]).replication = None;
-    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, Some(Role::Primary)), (1, None)] });
+    // The old label goes first: no moment with two pods behind the read-write Service.
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(1, None), (0, Some(Role::Primary))] });
     o.members[0].role_label = Some("primary".into());
     o.members[1].role_label = None;
     assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 }, "then the replica");

@@ -92,5 +92,6 @@ pub fn cluster(members: Vec<Member>) -> Observed {
         heal: Healing::default(),
         recently_configured: Default::default(),
         restarted: Default::default(),
+        deposed: None,
     }
 }

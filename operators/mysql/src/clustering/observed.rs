@@ -39,6 +39,11 @@ pub struct Observed {
     /// discards the relay log (see `super::restarts`), so such a replica may lack a
     /// transaction that only it acknowledged, unless another replica has that set.
     pub restarted: BTreeMap<u32, Option<GtidSet>>,
+    /// The primary the last failover replaced (`status.deposedPrimary`), until it replicates
+    /// from the new one. What it has beyond what the new primary received was never
+    /// acknowledged (a failover promotes the replica with every acknowledged write), so it
+    /// does not hold the new primary back from taking writes.
+    pub deposed: Option<u32>,
 }
 
 /// One server and its pod.

@@ -77,6 +77,13 @@ pub enum Effect {
     None,
     /// Record this ordinal as the primary (status), before anything else.
     RecordPrimary(u32),
+    /// A failover: record `primary` as the primary and `deposed` as the one it replaced.
+    RecordFailover {
+        /// The new primary.
+        primary: u32,
+        /// The primary it replaced.
+        deposed: u32,
+    },
     /// Change these pods' role labels.
     Relabel(Vec<(u32, Option<Role>)>),
     /// Delete this member's data volume, then its pod (a re-seed: Kubernetes work only).
@@ -123,9 +130,9 @@ pub async fn perform(
             }
             Ok(Effect::None)
         }
-        Operation::Promote { ordinal, received, .. } => {
+        Operation::Promote { ordinal, from, received } => {
             dp.detach(ep(*ordinal).ok_or_else(|| missing(*ordinal))?, received).await?;
-            Ok(Effect::RecordPrimary(*ordinal))
+            Ok(Effect::RecordFailover { primary: *ordinal, deposed: *from })
         }
         Operation::Switchover { from, to } => {
             dp.switchover(

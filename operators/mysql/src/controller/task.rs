@@ -178,6 +178,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
             memory.configured.keys().copied().collect()
         },
         restarted,
+        deposed: status.deposed_primary.as_deref().and_then(|p| ordinal_of(name, p)),
     };
     let mut decision = decide(&observed);
     if let Operation::Wait { reason, message } = &mut decision.operation
@@ -459,6 +460,10 @@ async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &m
     match effect {
         Effect::None => {}
         Effect::RecordPrimary(i) => status.current_primary = Some(names.pod(i)),
+        Effect::RecordFailover { primary, deposed } => {
+            status.current_primary = Some(names.pod(primary));
+            status.deposed_primary = Some(names.pod(deposed));
+        }
         Effect::Rebuild(i) => reseed::rebuild(pods.clone().into_client(), names, i).await?,
         Effect::Relabel(changes) => {
             for (i, role) in changes {
@@ -502,6 +507,12 @@ fn fill_status(
             }
         })
         .collect();
+    // A deposed primary that serves again (a replica of the new one, re-seeded or not)
+    // holds nothing unacknowledged any more; nor does one that is the primary again.
+    status.deposed_primary = o
+        .deposed
+        .filter(|gone| o.recorded_primary != Some(*gone) && !d.verdicts.iter().any(|v| v.ordinal == *gone && v.healthy))
+        .map(|gone| names.pod(gone));
     let rolling = roll.is_some_and(|a| *a != Action::Done);
     if let Some(v) = version.filter(|_| d.health == Health::Healthy && !rolling) {
         status.observed_version = Some(v.to_string());

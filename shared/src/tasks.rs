@@ -185,6 +185,12 @@ impl<H: OnRestart> Tasks<H> {
         F: Fn(Wake, CancellationToken) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        // Shutting down (leadership lost, SIGTERM): a reconcile still finishing must not
+        // start a task that would make a pass before it saw the cancellation (seen in e2e:
+        // an etcd operator woken past its Lease started a task after losing it).
+        if self.shutdown.is_cancelled() {
+            return;
+        }
         let mut registry = lock(&self.registry);
         if let Some(t) = registry.tasks.get(name).filter(|t| t.uid == uid && !t.cancel.is_cancelled()) {
             t.wake.wake();

@@ -555,7 +555,9 @@ fn fill_status(
                 id: format!("{:x}", m.id),
                 learner: m.is_learner,
                 leader: leader == Some(m.id),
-                healthy: state.is_some() && alarms.is_empty(),
+                // A member that answers but follows no leader (cut off from its peers: a
+                // leader steps down when it cannot reach a quorum) does not serve.
+                healthy: state.is_some_and(|s| s.leader != 0) && alarms.is_empty(),
                 version: state.map(|s| s.version.clone()).filter(|v| !v.is_empty()),
                 db_size: state.map(|s| s.db_size),
                 db_size_in_use: state.map(|s| s.db_size_in_use),

@@ -180,3 +180,27 @@ fn first_container(pod: &PodInfo) -> Result<&str> {
         .map(|(name, _)| name.as_str())
         .ok_or_else(|| E2eError::Other(format!("pod {} has no running container", pod.name)))
 }
+
+/// A fault a test has injected and ends when it chooses (both guards also end on drop).
+pub trait Fault {
+    /// Ends the fault: resumes the processes, removes the rules.
+    fn end(self) -> Result<()>;
+}
+
+impl Fault for Pause {
+    fn end(self) -> Result<()> {
+        self.resume()
+    }
+}
+
+impl Fault for Partition {
+    fn end(self) -> Result<()> {
+        self.heal()
+    }
+}
+
+/// How many times each fault scenario is repeated: `FAULT_RUNS`, default 1 (`make e2e
+/// FAULT_RUNS=20` for the figures the docs give).
+pub fn fault_runs() -> usize {
+    std::env::var("FAULT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+}

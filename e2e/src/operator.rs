@@ -96,3 +96,26 @@ pub async fn http_get(addr: &str, path: &str) -> Option<String> {
     let text = String::from_utf8_lossy(&buf).into_owned();
     text.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
 }
+
+/// Who holds a leader Lease, as the API server has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseRecord {
+    /// `spec.holderIdentity` (the pod name); None while nobody holds it.
+    pub holder: Option<String>,
+    /// `spec.leaseTransitions`: how many times it changed hands.
+    pub transitions: i32,
+    /// `spec.leaseDurationSeconds`: how long it stays valid after a renewal.
+    pub duration_seconds: Option<i32>,
+}
+
+/// The leader Lease of `operator` in `ns`, read through the API (not kubectl: a test may
+/// sample it every few hundred milliseconds from a task while its clients run).
+pub async fn lease(cluster: &Cluster, ns: &str, operator: &str) -> Result<LeaseRecord> {
+    let api: kube::Api<k8s_openapi::api::coordination::v1::Lease> = kube::Api::namespaced(cluster.client.clone(), ns);
+    let spec = api.get(operator).await?.spec.unwrap_or_default();
+    Ok(LeaseRecord {
+        holder: spec.holder_identity.filter(|h| !h.is_empty()),
+        transitions: spec.lease_transitions.unwrap_or(0),
+        duration_seconds: spec.lease_duration_seconds,
+    })
+}

@@ -13,6 +13,8 @@ APT_PACKAGES=(
   # the MySQL operator's integration tests start real MariaDB servers (binaries only, no
   # service): mariadbd, mariadb-install-db, the client and mariadb-dump
   mariadb-server-core mariadb-client-core mariadb-client
+  # the e2e suite measures the write path of a MariaDB cluster with sysbench's oltp_write_only
+  sysbench
   # the capability report's HTML page is rendered headless in a screenshot test
   chromium
 )

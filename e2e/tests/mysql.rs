@@ -16,7 +16,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
 use statecraft_e2e::evidence::Evidence;
-use statecraft_e2e::faults::{Partition, Pause, PodInfo};
+use statecraft_e2e::faults::{Fault, Partition, Pause, PodInfo, fault_runs};
 use statecraft_e2e::images::{image, retagged, tag_on_node};
 use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::writes::{Attempt, StopFlag, longest_gap, lost};
@@ -28,6 +28,12 @@ use statecraft_shared::testing::s3::S3Server;
 use tokio::sync::Mutex;
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+// A test target's root is this file, so its modules' paths are spelled out.
+#[path = "mysql/registers.rs"]
+mod registers;
+#[path = "mysql/sysbench.rs"]
+mod sysbench;
 
 /// Installs the CRDs (cluster-scoped, shared by every run) and the operator's manifests
 /// (ServiceAccount, namespaced Role, Deployment with two replicas) into `ns`.
@@ -820,7 +826,7 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
         "mysql-operator-killed.jsonl",
         json!({
             "test": "mysql_operator_killed_during_failover_and_roll_resumes_and_converges",
-            "method": "force-delete the primary pod and the operator pod holding the Lease together (lease 15 s); later force-delete the Lease holder while a member restarts in a roll",
+            "method": "force-delete the primary pod and the operator pod holding the Lease together (lease 4 s, retries every 0.5 s); later force-delete the Lease holder while a member restarts in a roll",
             "failover_first_write_seconds": first_write.as_secs_f64(),
             "roll_seconds": started.elapsed().as_secs_f64(),
             "roll_primary_changes": primaries.len() - 1,
@@ -1686,11 +1692,6 @@ async fn mysql_read_replicas_scale_out_on_client_connections_and_back_in() -> Te
     Ok(())
 }
 
-/// How many times each fault scenario is repeated (`FAULT_RUNS`, default 1).
-fn fault_runs() -> usize {
-    std::env::var("FAULT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
-}
-
 impl Db {
     /// The pod of member `name`, for fault injection.
     fn pod(&self, name: &str) -> Result<PodInfo, statecraft_e2e::E2eError> {
@@ -1713,8 +1714,9 @@ impl Db {
     }
 
     /// After a fault: Ready again, every acknowledged write of `attempts` on the primary,
-    /// and every replica's table identical to the primary's (`CHECKSUM TABLE`, once the
-    /// replicas have caught up). Returns (acknowledged, lost, replicas compared).
+    /// and every replica's tables of `app` (the writers' and any a [`Workload`] made)
+    /// identical to the primary's (`CHECKSUM TABLE`, once the replicas have caught up).
+    /// Returns (acknowledged, lost, replicas compared).
     async fn verify_after_fault(
         &self,
         attempts: &[Attempt],
@@ -1723,7 +1725,11 @@ impl Db {
         let lost = lost(attempts, &self.rows().await?);
         let acked = attempts.iter().filter(|a| a.acked).count();
         let mut primary = self.connect().await?;
-        let want: Option<(String, Option<i64>)> = primary.query_first("CHECKSUM TABLE app.w").await?;
+        let tables: Vec<String> = primary
+            .query("SELECT CONCAT('app.', table_name) FROM information_schema.tables WHERE table_schema = 'app' ORDER BY 1")
+            .await?;
+        let checksum = format!("CHECKSUM TABLE {}", tables.join(", "));
+        let want: Vec<(String, Option<i64>)> = primary.query(checksum.as_str()).await?;
         let opts = self.opts().await?;
         let status = self.status().await?;
         let mut compared = 0;
@@ -1733,7 +1739,7 @@ impl Db {
             let what = format!("{}'s table to match the primary's", m.name);
             wait_until(Duration::from_secs(60), &what, || async {
                 let mut c = Conn::new(replica.clone()).await.ok()?;
-                let got: Option<(String, Option<i64>)> = c.query_first("CHECKSUM TABLE app.w").await.ok()?;
+                let got: Vec<(String, Option<i64>)> = c.query(checksum.as_str()).await.ok()?;
                 let _ = c.disconnect().await;
                 (got == want).then_some(())
             })
@@ -1753,10 +1759,23 @@ async fn fault_scenario<F: Fault>(
     method: &str,
     inject: impl Fn(&Db, &str) -> Result<F, statecraft_e2e::E2eError>,
 ) -> TestResult {
+    fault_scenario_with(test, method, &(), inject).await
+}
+
+/// [`fault_scenario`] with `workload`'s clients running beside the writers in every run,
+/// from before the fault until after the writers stop; its check must pass too, and its
+/// figures join the run's record.
+async fn fault_scenario_with<F: Fault>(
+    test: &str,
+    method: &str,
+    workload: &impl Workload,
+    inject: impl Fn(&Db, &str) -> Result<F, statecraft_e2e::E2eError>,
+) -> TestResult {
     let db = Db::create("mysqlf", "db", 3, json!({"autoHeal": {"reseedErrant": true}})).await?;
     db.create_table().await?;
     for run in 0..fault_runs() {
         let writers = Writer::start_many(&db.opts().await?, 4, run as u64 * 1_000_000_000);
+        let clients = workload.start(&db, test, run).await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
         let before = db.status().await?.current_primary.ok_or("no primary")?;
         let started = Instant::now();
@@ -1768,47 +1787,73 @@ async fn fault_scenario<F: Fault>(
         fault.end()?;
         tokio::time::sleep(Duration::from_secs(5)).await;
         let attempts = Writer::stop_all(writers).await?;
+        let checked = workload.stop(clients).await?;
         let gap = longest_gap(&attempts, started);
         let (acked, lost, compared) = db.verify_after_fault(&attempts).await?;
         eprintln!(
             "{test} run {run}: fault on {before}; {after} promoted after {failed_over:?}; writes unavailable {gap:?}; {acked} acknowledged, {} lost",
             lost.len()
         );
-        append_result(
-            "mysql-faults.jsonl",
-            json!({
-                "test": test, "method": method,
-                "faulted": before, "primary_after": after,
-                "failover_seconds": failed_over.as_secs_f64(),
-                "write_unavailable_seconds": gap.as_secs_f64(),
-                "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
-                "replicas_checksummed": compared, "unix_time": unix_now(),
-            }),
-        );
+        let mut record = json!({
+            "test": test, "method": method,
+            "faulted": before, "primary_after": after,
+            "failover_seconds": failed_over.as_secs_f64(),
+            "write_unavailable_seconds": gap.as_secs_f64(),
+            "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
+            "replicas_checksummed": compared, "unix_time": unix_now(),
+        });
+        if let (Some(r), Some(f)) = (record.as_object_mut(), checked.figures.as_object()) {
+            r.extend(f.clone());
+        }
+        append_result("mysql-faults.jsonl", record);
         assert!(lost.is_empty(), "run {run}: acknowledged writes lost: {lost:?}");
         assert_eq!(compared, 2, "both replicas compared");
         assert!(acked > 20, "the clients kept writing: {acked}");
+        if let Some(failure) = checked.failure {
+            return Err(format!("run {run}: {failure}").into());
+        }
     }
     db.ns.pass();
     Ok(())
 }
 
-/// A fault that a scenario ends.
-trait Fault {
-    fn end(self) -> Result<(), statecraft_e2e::E2eError>;
+/// Clients that [`fault_scenario_with`] runs beside its writers in every run, and checks
+/// afterwards: `()` runs none; [`registers::Registers`] runs register clients whose history
+/// porcupine checks.
+trait Workload {
+    /// The clients of one run, while they run.
+    type Running;
+    /// Starts the clients of run `run` of `test`, before the fault.
+    async fn start(
+        &self,
+        db: &Db,
+        test: &str,
+        run: usize,
+    ) -> Result<Self::Running, Box<dyn std::error::Error + Send + Sync>>;
+    /// Stops them, once the fault has ended, and checks what they saw.
+    async fn stop(&self, running: Self::Running) -> Result<Checked, Box<dyn std::error::Error + Send + Sync>>;
 }
 
-impl Fault for Pause {
-    fn end(self) -> Result<(), statecraft_e2e::E2eError> {
-        self.resume()
+/// What a [`Workload`]'s check found in one run.
+struct Checked {
+    /// Figures for the run's record in `mysql-faults.jsonl` (an object).
+    figures: serde_json::Value,
+    /// Why the check failed, if it did: the run fails once its record is written.
+    failure: Option<String>,
+}
+
+impl Workload for () {
+    type Running = ();
+
+    async fn start(&self, _: &Db, _: &str, _: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Ok(())
+    }
+
+    async fn stop(&self, (): ()) -> Result<Checked, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Checked { figures: json!({}), failure: None })
     }
 }
 
-impl Fault for Partition {
-    fn end(self) -> Result<(), statecraft_e2e::E2eError> {
-        self.heal()
-    }
-}
 
 /// Fault: the primary's processes are paused (SIGSTOP) for longer than a failover takes,
 /// while four clients write, then resumed (SIGCONT). The paused server cannot answer, so a
@@ -1840,6 +1885,125 @@ async fn mysql_fault_operator_cut_off_from_the_primary() -> TestResult {
         "mysql_fault_operator_cut_off_from_the_primary",
         "iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the cut; replicas' CHECKSUM TABLE compared with the primary's",
         |db, primary| Partition::start(&db.pod(primary)?, &db.operator_ips()?),
+    )
+    .await
+}
+
+impl Db {
+    /// Evicts pod `name` through the Eviction API, as a node drain does (a graceful
+    /// deletion the PodDisruptionBudget allows).
+    fn evict(&self, name: &str) -> Result<Gone, statecraft_e2e::E2eError> {
+        let eviction = json!({
+            "apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": self.ns.name},
+        });
+        let path = format!("/api/v1/namespaces/{}/pods/{name}/eviction", self.ns.name);
+        self.cluster.kubectl_with_input(&["create", "--raw", &path, "-f", "-"], Some(&eviction.to_string()))?;
+        Ok(Gone)
+    }
+
+    /// Deletes the operator's leader pod and then pod `primary`, both gracefully.
+    fn delete_leader_and(&self, primary: &str) -> Result<Gone, statecraft_e2e::E2eError> {
+        let leader = operator::leader_pod(&self.cluster, &self.ns.name, MysqlOperator::NAME)?;
+        for pod in [leader.as_str(), primary] {
+            self.kubectl(&["delete", "pod", pod, "--wait=false"])?;
+        }
+        Ok(Gone)
+    }
+}
+
+/// A fault that is over once injected: a pod deleted (the StatefulSet makes it again).
+struct Gone;
+
+impl Fault for Gone {
+    fn end(self) -> Result<(), statecraft_e2e::E2eError> {
+        Ok(())
+    }
+}
+
+/// Checks, beside a scenario's writers, that the primary moved by a switchover (its
+/// server kept serving until the operator moved it): per run one `Switchover` Event more,
+/// no `Failover`, and no `FailedPreStopHook` (the kubelet's Event when the hand-over hook
+/// gave up after its 30 s).
+struct HandOver;
+
+/// What [`HandOver`] counts, before and after a run.
+struct MovesSeen {
+    cluster: Cluster,
+    ns: String,
+    name: String,
+    before: (u32, u32, u32),
+}
+
+impl MovesSeen {
+    async fn count(&self) -> Result<(u32, u32, u32), statecraft_e2e::E2eError> {
+        let count = |object: String, reason: &'static str| {
+            let (cluster, ns) = (self.cluster.clone(), self.ns.clone());
+            async move { events::count(&cluster, &ns, &object, reason).await }
+        };
+        let mut hooks = 0;
+        for i in 0..3 {
+            hooks += count(format!("{}-{i}", self.name), "FailedPreStopHook").await?;
+        }
+        Ok((count(self.name.clone(), "Switchover").await?, count(self.name.clone(), "Failover").await?, hooks))
+    }
+}
+
+impl Workload for HandOver {
+    type Running = MovesSeen;
+
+    async fn start(&self, db: &Db, _: &str, _: usize) -> Result<MovesSeen, Box<dyn std::error::Error + Send + Sync>> {
+        let mut seen =
+            MovesSeen { cluster: db.cluster.clone(), ns: db.ns.name.clone(), name: db.name.clone(), before: (0, 0, 0) };
+        seen.before = seen.count().await?;
+        Ok(seen)
+    }
+
+    async fn stop(&self, seen: MovesSeen) -> Result<Checked, Box<dyn std::error::Error + Send + Sync>> {
+        let after = seen.count().await?;
+        let (switchovers, failovers, hooks) =
+            (after.0 - seen.before.0, after.1 - seen.before.1, after.2 - seen.before.2);
+        let failure = (switchovers == 0 || failovers > 0 || hooks > 0).then(|| {
+            format!("{switchovers} switchover(s), {failovers} failover(s), {hooks} hand-over hook(s) timed out")
+        });
+        Ok(Checked {
+            figures: json!({"switchovers": switchovers, "failovers": failovers, "failed_prestop_hooks": hooks}),
+            failure,
+        })
+    }
+}
+
+/// Fault: the primary's pod is evicted, as a node drain does, while four clients write.
+/// Its preStop hook keeps the server up until the read-write Service leads to another
+/// writable server, so the operator moves the primary by a switchover (the old one
+/// stops writes, the target applies everything, then takes writes and the label) instead
+/// of failing over from a server that is shutting down. Checked: a switchover, not a
+/// failover, and no hook timed out; no acknowledged write lost; replicas identical to the
+/// primary. The write gap is the figure (target: at most 1 s).
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_fault_primary_evicted_hands_over_before_its_server_stops() -> TestResult {
+    fault_scenario_with(
+        "mysql_fault_primary_evicted_hands_over_before_its_server_stops",
+        "Eviction API on the primary's pod (policy/v1, as kubectl drain does) while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the eviction; Events counted: Switchover, Failover, FailedPreStopHook; replicas' CHECKSUM TABLE compared with the primary's",
+        &HandOver,
+        |db, primary| db.evict(primary),
+    )
+    .await
+}
+
+/// Fault: the operator's leader pod and the primary's pod are deleted together,
+/// gracefully (a rolling node replacement): the leader gives its Lease up as it stops,
+/// the standby takes over, and the primary, held up by its preStop hook, is handed over.
+/// Checked: a switchover, not a failover; nothing lost; replicas identical.
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn mysql_fault_operator_leader_and_primary_deleted_together() -> TestResult {
+    fault_scenario_with(
+        "mysql_fault_operator_leader_and_primary_deleted_together",
+        "kubectl delete pod (graceful) of the operator pod holding the Lease, then of the primary's pod, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the deletions; replicas' CHECKSUM TABLE compared with the primary's",
+        &HandOver,
+        |db, primary| db.delete_leader_and(primary),
     )
     .await
 }

@@ -508,11 +508,15 @@ fn fill_status(
         })
         .collect();
     // A deposed primary that serves again (a replica of the new one, re-seeded or not)
-    // holds nothing unacknowledged any more; nor does one that is the primary again.
-    status.deposed_primary = o
-        .deposed
-        .filter(|gone| o.recorded_primary != Some(*gone) && !d.verdicts.iter().any(|v| v.ordinal == *gone && v.healthy))
-        .map(|gone| names.pod(gone));
+    // holds nothing unacknowledged any more; nor does one that is the primary again. Judged
+    // on what this pass recorded: a failover in this pass has just set it.
+    let recorded_now = status.current_primary.clone();
+    let unchanged = recorded_now == o.recorded_primary.map(|p| names.pod(p));
+    let serves = |gone: &String| d.verdicts.iter().any(|v| v.healthy && names.pod(v.ordinal) == *gone);
+    status.deposed_primary = status
+        .deposed_primary
+        .take()
+        .filter(|gone| recorded_now.as_ref() != Some(gone) && !(unchanged && serves(gone)));
     let rolling = roll.is_some_and(|a| *a != Action::Done);
     if let Some(v) = version.filter(|_| d.health == Health::Healthy && !rolling) {
         status.observed_version = Some(v.to_string());

@@ -115,6 +115,12 @@ impl Drop for Pause {
     }
 }
 
+/// Kills every process of `container` of `pod` at once (SIGKILL), as a crash or the loss
+/// of its node would: nothing runs its shutdown (an operator cannot give its Lease up).
+pub fn crash(pod: &PodInfo, container: &str) -> Result<()> {
+    signal("KILL", &pod.pids(container)?)
+}
+
 fn signal(name: &str, pids: &[u32]) -> Result<()> {
     let sig = format!("-{name}");
     let mut args = vec![sig.as_str()];

@@ -16,7 +16,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
 use statecraft_e2e::evidence::Evidence;
-use statecraft_e2e::faults::{Fault, Partition, Pause, PodInfo, fault_runs};
+use statecraft_e2e::faults::{Fault, Partition, Pause, PodInfo, crash, fault_runs};
 use statecraft_e2e::images::{image, retagged, tag_on_node};
 use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::writes::{Attempt, StopFlag, longest_gap, lost};
@@ -783,12 +783,18 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
     let writer = Writer::start(db.opts().await?);
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    // The primary and the operator's leader die together. The standby operator takes the
-    // Lease after it expires; by then the old primary may be back with its data (it is made
-    // writable again) or a replica has been promoted: either way the cluster converges and
-    // writes resume with nothing lost.
+    // The primary and the operator's leader die together: their processes are killed
+    // (SIGKILL: the leader cannot give its Lease up, the server cannot shut down cleanly),
+    // then their pods are force-deleted. The standby operator takes the Lease once it
+    // expires; by then the old primary may be back with its data (it is made writable
+    // again) or a replica has been promoted: either way the cluster converges and writes
+    // resume with nothing lost.
     let before = db.status().await?.current_primary.ok_or("no primary")?;
+    let leader_pod = operator::leader_pod(&db.cluster, &db.ns.name, MysqlOperator::NAME)?;
+    let (leader_info, primary_info) = (db.pod(&leader_pod)?, db.pod(&before)?);
     let killed = Instant::now();
+    crash(&leader_info, "operator")?;
+    crash(&primary_info, "mysql")?;
     db.kubectl(&["delete", "pod", &before, "--grace-period=0", "--force", "--wait=false"])?;
     let leader = db.kill_leader()?;
     let first_write = wait_until(Duration::from_secs(120), "a write acknowledged after the kill", || async {
@@ -826,7 +832,7 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
         "mysql-operator-killed.jsonl",
         json!({
             "test": "mysql_operator_killed_during_failover_and_roll_resumes_and_converges",
-            "method": "force-delete the primary pod and the operator pod holding the Lease together (lease 4 s, retries every 0.5 s); later force-delete the Lease holder while a member restarts in a roll",
+            "method": "SIGKILL of the processes of the operator pod holding the Lease and of the primary's server, then both pods force-deleted (lease 4 s, retries every 0.5 s); failover_first_write_seconds is from the kill to the first acknowledged insert of one client writing through the read-write Service; later force-delete the Lease holder while a member restarts in a roll",
             "failover_first_write_seconds": first_write.as_secs_f64(),
             "roll_seconds": started.elapsed().as_secs_f64(),
             "roll_primary_changes": primaries.len() - 1,
@@ -1853,7 +1859,6 @@ impl Workload for () {
         Ok(Checked { figures: json!({}), failure: None })
     }
 }
-
 
 /// Fault: the primary's processes are paused (SIGSTOP) for longer than a failover takes,
 /// while four clients write, then resumed (SIGCONT). The paused server cannot answer, so a

@@ -297,6 +297,19 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// The random numbers of test client `id`: xorshift64, seeded per client, so that
+/// clients differ and a run can be told apart from another only by timing (varied
+/// enough for picking operations and keys; no dependency for it).
+pub fn client_rng(id: usize) -> impl FnMut() -> u64 {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(id as u64 + 1);
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

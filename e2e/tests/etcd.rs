@@ -33,7 +33,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use statecraft_e2e::evidence::Evidence;
 use statecraft_e2e::faults::{self, Fault, Partition, Pause, fault_runs};
-use statecraft_e2e::history::{Action, History, Kind, Op, Outcome};
+use statecraft_e2e::history::{Action, History, Kind, Op, Outcome, client_rng};
 use statecraft_e2e::images::{image, retagged, tag_on_node};
 use statecraft_e2e::operator::{self, http_get};
 use statecraft_e2e::results::{append_result, unix_now};
@@ -669,14 +669,7 @@ const LIN_CLIENTS: usize = 4;
 /// no answer within the client's 2 s is Unknown (a write may have been applied all the
 /// same); after one the connection is dropped and remade, as [`EtcdWriter`] does.
 async fn lin_client(id: usize, endpoint: String, keys: Vec<String>, history: History, stop: StopFlag) {
-    // xorshift64, seeded per client: varied enough, and no dependency for it.
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(id as u64 + 1);
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = client_rng(id);
     // What this client last saw in each key: what its cas expects.
     let mut seen: BTreeMap<&str, String> = BTreeMap::new();
     let mut client: Option<Client> = None;

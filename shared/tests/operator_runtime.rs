@@ -269,6 +269,16 @@ async fn lease_holder(leases: &Api<Lease>) -> Option<String> {
     leases.get_opt("statecraft-echo").await.ok()??.spec?.holder_identity
 }
 
+/// Waits until `identity` holds the echo operator's Lease in `ns`; returns the Leases.
+async fn holding(admin: &Client, ns: &str, identity: &str) -> TestResult<Api<Lease>> {
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
+    eventually(Duration::from_secs(60), &format!("{identity} to hold the lease"), || async {
+        (lease_holder(&leases).await? == identity).then_some(())
+    })
+    .await?;
+    Ok(leases)
+}
+
 #[tokio::test]
 async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestResult {
     let ns = "leader";
@@ -276,11 +286,7 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestRe
 
     let mut first = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
     // Let op-a take the lease before op-b starts, so the roles are known.
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
-    eventually(Duration::from_secs(60), "op-a to hold the lease", || async {
-        (lease_holder(&leases).await? == "op-a").then_some(())
-    })
-    .await?;
+    let leases = holding(&admin, ns, "op-a").await?;
     let _second = start_operator(&kubeconfig, ns, "op-b", &logs.join("b.log"))?;
 
     let echoes = echo_api(&admin, ns);
@@ -463,11 +469,7 @@ async fn an_operator_whose_lease_is_taken_stops_at_once() -> TestResult {
     let ns = "stolen";
     let EchoSetup { server: _server, admin, kubeconfig, logs } = echo_setup(ns).await?;
     let mut op = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
-    eventually(Duration::from_secs(60), "op-a to hold the lease", || async {
-        (lease_holder(&leases).await? == "op-a").then_some(())
-    })
-    .await?;
+    let leases = holding(&admin, ns, "op-a").await?;
     // Another party takes the Lease (as a second operator would after a partition): op-a
     // must stop acting rather than keep reconciling next to a new leader.
     let mut lease = leases.get("statecraft-echo").await?;
@@ -500,11 +502,7 @@ async fn a_leader_paused_past_its_lease_acts_on_nothing_when_it_resumes() -> Tes
     let ns = "paused";
     let EchoSetup { server: _server, admin, kubeconfig, logs } = echo_setup(ns).await?;
     let mut first = start_operator(&kubeconfig, ns, "op-a", &logs.join("a.log"))?;
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
-    eventually(Duration::from_secs(60), "op-a to hold the lease", || async {
-        (lease_holder(&leases).await? == "op-a").then_some(())
-    })
-    .await?;
+    holding(&admin, ns, "op-a").await?;
     let _second = start_operator(&kubeconfig, ns, "op-b", &logs.join("b.log"))?;
     let echoes = echo_api(&admin, ns);
     echoes.create(&PostParams::default(), &echo("e0", "before")?).await?;
@@ -512,10 +510,7 @@ async fn a_leader_paused_past_its_lease_acts_on_nothing_when_it_resumes() -> Tes
     assert_eq!(by, "op-a");
 
     signal(&first, "-STOP").await?;
-    eventually(Duration::from_secs(30), "op-b to take the lease", || async {
-        (lease_holder(&leases).await? == "op-b").then_some(())
-    })
-    .await?;
+    holding(&admin, ns, "op-b").await?;
     // Work for the paused leader to find when it wakes: a change and a new object.
     let patch = json!({"spec": {"message": "while paused"}});
     echoes.patch("e0", &PatchParams::default(), &Patch::Merge(&patch)).await?;

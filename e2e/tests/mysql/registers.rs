@@ -30,7 +30,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
 use statecraft_e2e::faults::{Partition, Pause};
-use statecraft_e2e::history::{Action, History, Kind, Outcome, Verdict};
+use statecraft_e2e::history::{Action, History, Kind, Outcome, Verdict, client_rng};
 use statecraft_e2e::results::unix_now;
 use statecraft_e2e::writes::StopFlag;
 
@@ -164,14 +164,7 @@ enum Answer {
 /// value this client last saw in the key) on `keys`, 10 ms apart (50 ms after a call
 /// that was not answered), each recorded in `history`. Values are `<client>-<n>`.
 async fn client(id: usize, opts: Opts, keys: Vec<String>, history: History, stop: StopFlag) {
-    // xorshift64, seeded per client: varied enough, and no dependency for it.
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(id as u64 + 1);
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = client_rng(id);
     // What this client last saw in each key: what its cas expects.
     let mut seen: BTreeMap<usize, String> = BTreeMap::new();
     let mut n = 0u64;

@@ -568,3 +568,41 @@ fn fill_status(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clustering::fixtures::{cluster, primary, replica};
+
+    fn filled(o: &Observed, status: &mut MySQLClusterStatus) {
+        let mysql = MySQLCluster::new("db", crate::validate::tests::spec());
+        fill_status(status, &mysql, &Names::new("db", "ns"), o, &decide(o), None, None);
+    }
+
+    /// `status.deposedPrimary` is set by the effect of the failover's own pass, whose
+    /// observation still had the old primary recorded (and, here, serving): that pass keeps
+    /// it (the first version cleared it there, and the e2e stalled in
+    /// PrimaryBehindReplica); later passes keep it while the deposed member does not serve
+    /// and drop it once it replicates from the new primary.
+    #[test]
+    fn the_deposed_primary_is_kept_until_it_serves_again() {
+        let failover_pass = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-10"), replica(2, 0, "0-100-10")]);
+        let mut status = MySQLClusterStatus {
+            current_primary: Some("db-1".into()),
+            deposed_primary: Some("db-0".into()),
+            ..Default::default()
+        };
+        filled(&failover_pass, &mut status);
+        assert_eq!(status.deposed_primary.as_deref(), Some("db-0"), "kept by the pass that set it");
+
+        let mut after = cluster(vec![replica(0, 1, "0-100-11"), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
+        after.recorded_primary = Some(1);
+        after.deposed = Some(0);
+        filled(&after, &mut status);
+        assert_eq!(status.deposed_primary.as_deref(), Some("db-0"), "errant, not serving: kept");
+
+        after.members[0] = replica(0, 1, "0-100-10");
+        filled(&after, &mut status);
+        assert_eq!(status.deposed_primary, None, "a healthy replica of the new primary: dropped");
+    }
+}

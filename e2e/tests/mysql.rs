@@ -1719,6 +1719,18 @@ impl Db {
         .await
     }
 
+    /// How to reach each replica (by status) at its own address, not through a Service:
+    /// `(member, options)`.
+    async fn replica_opts(&self) -> Result<Vec<(String, Opts)>, Box<dyn std::error::Error + Send + Sync>> {
+        let opts = self.opts().await?;
+        let mut out = Vec::new();
+        for m in self.status().await?.members.into_iter().filter(|m| m.role == "replica") {
+            let ip = self.pod(&m.name)?.ip;
+            out.push((m.name, OptsBuilder::from_opts(opts.clone()).ip_or_hostname(ip).into()));
+        }
+        Ok(out)
+    }
+
     /// After a fault: Ready again, every acknowledged write of `attempts` on the primary,
     /// and every replica's tables of `app` (the writers' and any a [`Workload`] made)
     /// identical to the primary's (`CHECKSUM TABLE`, once the replicas have caught up).
@@ -1736,13 +1748,9 @@ impl Db {
             .await?;
         let checksum = format!("CHECKSUM TABLE {}", tables.join(", "));
         let want: Vec<(String, Option<i64>)> = primary.query(checksum.as_str()).await?;
-        let opts = self.opts().await?;
-        let status = self.status().await?;
         let mut compared = 0;
-        for m in status.members.iter().filter(|m| m.role == "replica") {
-            let ip = self.pod(&m.name)?.ip;
-            let replica: Opts = OptsBuilder::from_opts(opts.clone()).ip_or_hostname(ip).into();
-            let what = format!("{}'s table to match the primary's", m.name);
+        for (name, replica) in self.replica_opts().await? {
+            let what = format!("{name}'s table to match the primary's");
             wait_until(Duration::from_secs(60), &what, || async {
                 let mut c = Conn::new(replica.clone()).await.ok()?;
                 let got: Vec<(String, Option<i64>)> = c.query(checksum.as_str()).await.ok()?;

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, OptsBuilder};
+use mysql_async::{Conn, Opts};
 use serde_json::json;
 use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::wait_until;
@@ -216,10 +216,8 @@ async fn output(cmd: &mut tokio::process::Command) -> Result<String, Error> {
 impl Db {
     /// A connection to each replica at its own address (not through a Service).
     async fn replicas(&self) -> Result<Vec<Conn>, Error> {
-        let opts = self.opts().await?;
         let mut out = Vec::new();
-        for m in self.status().await?.members.iter().filter(|m| m.role == "replica") {
-            let replica: Opts = OptsBuilder::from_opts(opts.clone()).ip_or_hostname(self.pod(&m.name)?.ip).into();
+        for (_, replica) in self.replica_opts().await? {
             out.push(Conn::new(replica).await?);
         }
         Ok(out)

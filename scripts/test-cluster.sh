@@ -23,11 +23,11 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients
 # One fast fault case per operator (`make e2e` runs them all, FAULT_RUNS times): MySQL's
-# operator cut off from the primary (iptables in the pod's netns) with four writers and
-# replica checksums; etcd's clients checked for linearizability by porcupine while a
+# operator cut off from the primary (iptables in the pod's netns) with four writers, four
+# register clients checked for linearizability by porcupine, and replica checksums; etcd's clients checked for linearizability by porcupine while a
 # follower and then the leader are deleted.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
-  mysql_fault_operator_cut_off_from_the_primary
+  faults::mysql_fault_operator_cut_off_from_the_primary
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_clients_stay_linearizable_while_a_follower_then_the_leader_is_deleted
 if $started_here; then

@@ -1,7 +1,8 @@
 //! Faults injected into the pods of the local cluster, whose containers are processes and
 //! network namespaces of this host (no Docker in between): a container's processes paused
-//! and resumed (SIGSTOP / SIGCONT, as a long GC pause or a frozen VM would), and a pod cut
-//! off from chosen addresses (iptables DROP rules in its network namespace, both ways).
+//! and resumed (SIGSTOP / SIGCONT, as a long GC pause or a frozen VM would), a pod cut off
+//! from chosen addresses or from everything (iptables DROP rules in its network namespace,
+//! both ways), and the cluster's API server stopped.
 //!
 //! Every fault is a guard that undoes itself when dropped, so a failing test never leaves
 //! a stopped server or a partition behind. Local cluster only: on kind the processes live
@@ -95,7 +96,27 @@ pub struct Pause {
 impl Pause {
     /// Sends SIGSTOP to every process of `container` of `pod`.
     pub fn start(pod: &PodInfo, container: &str) -> Result<Pause> {
-        let pids = pod.pids(container)?;
+        Pause::pids(pod.pids(container)?)
+    }
+
+    /// Stops the local cluster's kube-apiserver (a host process; its PID is in
+    /// `/run/statecraft/kube-apiserver.pid`, written by `e2e/cluster/up.sh`): every client
+    /// of the API, the operators, kubelet and controller-manager included, gets no answer
+    /// until it resumes, while the data plane (pods, kube-proxy's rules) runs on.
+    pub fn api_server() -> Result<Pause> {
+        const PID_FILE: &str = "/run/statecraft/kube-apiserver.pid";
+        let pid: u32 = std::fs::read_to_string(PID_FILE)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| E2eError::Other(format!("{PID_FILE}: no PID (is the local cluster up?)")))?;
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if name.trim() != "kube-apiserver" {
+            return Err(E2eError::Other(format!("PID {pid} of {PID_FILE} is not kube-apiserver but {name:?}")));
+        }
+        Pause::pids(vec![pid])
+    }
+
+    fn pids(pids: Vec<u32>) -> Result<Pause> {
         signal("STOP", &pids)?;
         Ok(Pause { pids, resumed: false })
     }
@@ -141,13 +162,27 @@ pub struct Partition {
 impl Partition {
     /// Drops the traffic between `pod` and each of `peers` (IP addresses).
     pub fn start(pod: &PodInfo, peers: &[String]) -> Result<Partition> {
+        let rules = peers
+            .iter()
+            .map(String::as_str)
+            .flat_map(|peer| [["INPUT", "-s", peer, "-j", "DROP"], ["OUTPUT", "-d", peer, "-j", "DROP"]])
+            .collect();
+        Partition::with_rules(pod, rules)
+    }
+
+    /// Drops all of `pod`'s traffic but its loopback: nothing reaches it and it reaches
+    /// nothing (the operator, its peers, clients, DNS), as a failed switch port would.
+    pub fn isolate(pod: &PodInfo) -> Result<Partition> {
+        Partition::with_rules(
+            pod,
+            vec![["INPUT", "!", "-i", "lo", "-j", "DROP"], ["OUTPUT", "!", "-o", "lo", "-j", "DROP"]],
+        )
+    }
+
+    fn with_rules<const N: usize>(pod: &PodInfo, rules: Vec<[&str; N]>) -> Result<Partition> {
         let pid = pod.pids(first_container(pod)?)?.first().copied().unwrap_or_default();
         let netns = format!("--net=/proc/{pid}/ns/net");
-        let mut rules = Vec::new();
-        for peer in peers {
-            rules.push(vec!["INPUT".to_owned(), "-s".to_owned(), peer.clone(), "-j".to_owned(), "DROP".to_owned()]);
-            rules.push(vec!["OUTPUT".to_owned(), "-d".to_owned(), peer.clone(), "-j".to_owned(), "DROP".to_owned()]);
-        }
+        let rules: Vec<Vec<String>> = rules.iter().map(|r| r.iter().map(|a| (*a).to_owned()).collect()).collect();
         let mut partition = Partition { netns, rules: Vec::new(), healed: false };
         for rule in rules {
             partition.iptables("-I", &rule)?;
@@ -202,6 +237,24 @@ impl Fault for Pause {
 impl Fault for Partition {
     fn end(self) -> Result<()> {
         self.heal()
+    }
+}
+
+/// The cluster held alone for a fault that stops a shared part: released when the fault
+/// ends (after the part is back, when paired with it as `(pause, alone)`).
+impl Fault for crate::outage::Alone {
+    fn end(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Two faults at once, ended in the order they were started (the second's guard still
+/// ends it on drop if the first fails to end).
+impl<A: Fault, B: Fault> Fault for (A, B) {
+    fn end(self) -> Result<()> {
+        let (a, b) = self;
+        a.end()?;
+        b.end()
     }
 }
 

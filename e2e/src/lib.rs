@@ -27,6 +27,7 @@ pub mod history;
 pub mod images;
 pub mod namespace;
 pub mod operator;
+pub mod outage;
 pub mod results;
 pub mod wait;
 pub mod writes;

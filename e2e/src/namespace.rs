@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
+use crate::outage::{self, Entered};
 use crate::{Cluster, Result};
 
 /// A namespace owned by one test.
@@ -20,11 +21,14 @@ pub struct TestNamespace {
     pub name: String,
     cluster: Cluster,
     passed: bool,
+    /// Counts the test among those running, for faults that need the cluster alone.
+    _running: Entered,
 }
 
 impl TestNamespace {
     /// Creates a namespace named `<prefix>-<unique suffix>`.
     pub async fn create(cluster: &Cluster, prefix: &str) -> Result<Self> {
+        let running = outage::enter().await;
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or_default();
         let name = format!("{prefix}-{:x}{:04x}", std::process::id() % 0xfff, nanos % 0xffff);
         let ns = Namespace {
@@ -36,7 +40,7 @@ impl TestNamespace {
             ..Default::default()
         };
         Api::<Namespace>::all(cluster.client.clone()).create(&PostParams::default(), &ns).await?;
-        Ok(TestNamespace { name, cluster: cluster.clone(), passed: false })
+        Ok(TestNamespace { name, cluster: cluster.clone(), passed: false, _running: running })
     }
 
     /// Marks the test as passed: dropping the namespace then deletes it without a dump.

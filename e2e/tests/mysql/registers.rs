@@ -29,12 +29,12 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use serde_json::json;
-use statecraft_e2e::faults::{Partition, Pause};
 use statecraft_e2e::history::{Action, History, Kind, Outcome, Verdict, client_rng};
 use statecraft_e2e::results::unix_now;
 use statecraft_e2e::writes::StopFlag;
 
-use super::{Checked, Db, TestResult, Workload, fault_scenario_with};
+use super::Db;
+use super::faults::{Checked, Workload};
 
 /// The registers' table: one row per register.
 const TABLE: &str = "app.reg";
@@ -92,7 +92,7 @@ impl Workload for Registers {
         Ok(Running { name: format!("{test}-run{run}"), history, stop, clients })
     }
 
-    async fn stop(&self, running: Running) -> Result<Checked, Box<dyn std::error::Error + Send + Sync>> {
+    async fn stop(&self, _: &Db, running: Running) -> Result<Checked, Box<dyn std::error::Error + Send + Sync>> {
         running.stop.set();
         for c in running.clients {
             c.await?;
@@ -251,43 +251,4 @@ async fn execute(conn: &mut Conn, key: &str, request: &Request) -> Result<Answer
             Ok(Answer::Swapped(conn.affected_rows() == 1))
         }
     }
-}
-
-/// Fault: the primary's processes paused (SIGSTOP) past a failover, then resumed, as in
-/// `mysql_fault_primary_paused_past_failover_then_resumed`, with [`CLIENTS`] register
-/// clients beside its four writers. Checked, besides no acknowledged insert lost and every
-/// replica's tables equal to the primary's: porcupine finds the registers' history (reads,
-/// writes and compare-and-swaps through the read-write Service) linearizable, so the
-/// resumed zombie neither acknowledged a write the new primary lacks nor answered a read
-/// with a value the new primary had already replaced.
-#[tokio::test]
-#[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
-async fn mysql_fault_registers_stay_linearizable_while_the_primary_is_paused_past_failover() -> TestResult {
-    fault_scenario_with(
-        "mysql_fault_registers_stay_linearizable_while_the_primary_is_paused_past_failover",
-        "SIGSTOP of every process of the primary's mysql container until another primary is recorded (and at least 10 s), then SIGCONT, while 4 clients insert rows one at a time and 4 register clients read (SELECT), write (INSERT ... ON DUPLICATE KEY UPDATE) and compare-and-swap (UPDATE ... WHERE v = expected, CLIENT_FOUND_ROWS) 3 single-row registers, a new connection per operation, through the read-write Service (1 s connect, 2 s statement timeout: refused = failed, no answer = unknown); the registers' history checked with porcupine (statecraft-porcupine); replicas' CHECKSUM TABLE compared with the primary's",
-        &Registers,
-        |db, primary| Pause::start(&db.pod(primary)?, "mysql"),
-    )
-    .await
-}
-
-/// Fault: the operator cut off from the primary (both operator pods' traffic dropped in
-/// the primary's network namespace) while clients still reach it, as in
-/// `mysql_fault_operator_cut_off_from_the_primary`, with [`CLIENTS`] register clients
-/// beside its four writers. Checked, besides no acknowledged insert lost and every
-/// replica's tables equal to the primary's: porcupine finds the registers' history
-/// linearizable, so the old primary, still reachable by clients, neither acknowledged a
-/// write after the failover nor answered a read with a value the new primary had already
-/// replaced.
-#[tokio::test]
-#[ignore = "needs the local cluster (faults act on host network namespaces): make cluster-up"]
-async fn mysql_fault_registers_stay_linearizable_while_the_operator_is_cut_off_from_the_primary() -> TestResult {
-    fault_scenario_with(
-        "mysql_fault_registers_stay_linearizable_while_the_operator_is_cut_off_from_the_primary",
-        "iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time and 4 register clients read (SELECT), write (INSERT ... ON DUPLICATE KEY UPDATE) and compare-and-swap (UPDATE ... WHERE v = expected, CLIENT_FOUND_ROWS) 3 single-row registers, a new connection per operation, through the read-write Service (1 s connect, 2 s statement timeout: refused = failed, no answer = unknown); the registers' history checked with porcupine (statecraft-porcupine); replicas' CHECKSUM TABLE compared with the primary's",
-        &Registers,
-        |db, primary| Partition::start(&db.pod(primary)?, &db.operator_ips()?),
-    )
-    .await
 }

@@ -1905,8 +1905,8 @@ struct Resumed {
 }
 
 /// Follows the operator pod `pod`, paused past its Lease and resumed at `resumed` (and
-/// `resumed_at` by the API server's clock), until its container has restarted (up to a
-/// minute); reads what its process logged after the resume and the Events it reported.
+/// `resumed_at` by the API server's clock), until its container has restarted (up to the
+/// kubelet's longest restart back-off); reads what its process logged after the resume and the Events it reported.
 async fn follow_resumed_operator(
     db: &EtcdRef,
     pod: &str,
@@ -1915,7 +1915,10 @@ async fn follow_resumed_operator(
     resumed_at: k8s_openapi::jiff::Timestamp,
 ) -> Result<Resumed, Error> {
     let what = format!("the resumed operator {pod} stepping down (its container restarting)");
-    wait_until(Duration::from_secs(60), &what, || async {
+    // The kubelet restarts a container that exits again and again after a growing back-off
+    // (10 s, doubling, at most 5 min): each run of a scenario makes one of the two operator
+    // pods exit, so later runs wait longer for the restart.
+    wait_until(Duration::from_secs(330), &what, || async {
         (db.restarts(pod, OPERATOR_CONTAINER).await.ok()? > restarts_before).then_some(())
     })
     .await?;

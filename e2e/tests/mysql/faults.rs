@@ -72,10 +72,23 @@ impl Db {
             .await?;
         let checksum = format!("CHECKSUM TABLE {}", tables.join(", "));
         let want: Vec<(String, Option<i64>)> = primary.query(checksum.as_str()).await?;
+        let position: Option<String> = primary.query_first("SELECT @@GLOBAL.gtid_binlog_pos").await?;
         let mut compared = 0;
         for (name, replica) in self.replica_opts().await? {
+            // A re-seeded replica copies everything again through replication, which takes
+            // longer with every run: first wait until it has applied what the primary has,
+            // then compare (a mismatch is then a difference, not a replica behind).
+            let what = format!("{name} to apply everything the primary has ({position:?})");
+            wait_until(Duration::from_secs(300), &what, || async {
+                let mut c = Conn::new(replica.clone()).await.ok()?;
+                let reached: Option<i64> =
+                    c.exec_first("SELECT MASTER_GTID_WAIT(?, 1)", (position.clone(),)).await.ok()?;
+                let _ = c.disconnect().await;
+                (reached == Some(0)).then_some(())
+            })
+            .await?;
             let what = format!("{name}'s table to match the primary's");
-            wait_until(Duration::from_secs(60), &what, || async {
+            wait_until(Duration::from_secs(30), &what, || async {
                 let mut c = Conn::new(replica.clone()).await.ok()?;
                 let got: Vec<(String, Option<i64>)> = c.query(checksum.as_str()).await.ok()?;
                 let _ = c.disconnect().await;

@@ -94,6 +94,8 @@ impl Operator for MysqlOperator {
             Rule::new(CORE_GROUP, &["secrets"], &["get", "create", "patch"]),
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "patch", "delete"]),
+            // Where the read-write Service leads clients, before a new primary takes writes.
+            Rule::new("discovery.k8s.io", &["endpointslices"], &["list"]),
             Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),
             Rule::new("batch", &["jobs"], OWN),
         ]

@@ -99,6 +99,8 @@ impl Rig {
             recently_configured: Default::default(),
             restarted,
             deposed: self.deposed,
+            // No Service here: nothing leads clients to a member but this harness.
+            routed: Default::default(),
         };
         let d = decide(&o);
         // As the task does: a deposed primary serving again is no longer one.

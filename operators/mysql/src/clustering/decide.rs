@@ -5,8 +5,11 @@
 //! else; a primary that does not answer is failed over only when enough replicas answer
 //! that one of them must hold every acknowledged write, only after every replica is fenced
 //! (receiver stopped, so the old primary gets no more acknowledgements), and only to a
-//! replica whose received transactions contain every other's. Anything else waits, with a
-//! reason that reaches a condition and an Event.
+//! replica whose received transactions contain every other's. Neither a new primary's
+//! first writes nor the demotion of a former one that nobody acknowledges happen while the
+//! read-write Service may still lead new connections to another member
+//! ([`super::routes`]). Anything else waits, with a reason that reaches a condition and an
+//! Event.
 //!
 //! Re-seeding (opt-in, `spec.autoHeal`) comes after every repair of the primary and before
 //! replicas are (re)configured: one replica at a time, never the primary, and only while
@@ -26,6 +29,11 @@ pub const RESEED_WAITS_FOR_MEMBER: &str = "ReseedWaitsForMember";
 
 /// Wait reason of a failover held because a replica restarted and may have lost writes.
 pub const REPLICA_RESTARTED: &str = "ReplicaRestartedBeforeFailover";
+
+/// Wait reason: the read-write Service still leads, or led a moment ago, new connections to
+/// a former primary (see [`super::routes`]); the new primary takes no writes, and a former
+/// primary that nobody acknowledges is not demoted, until it no longer does.
+pub const FORMER_PRIMARY_ROUTED: &str = "FormerPrimaryStillRouted";
 
 /// Passes in a row a primary whose pod still runs must fail to answer before a failover
 /// (a pod that is gone, terminating or not started is failed over at once: no server runs
@@ -273,7 +281,7 @@ pub fn decide(o: &Observed) -> Decision {
     let operation = if o.paused {
         Operation::Nothing
     } else if let Some(r) = rogue {
-        Operation::Demote { ordinal: r.ordinal }
+        demote(o, r, &verdicts)
     } else if let (Some(p), Some(ps)) = (primary, primary_server) {
         primary_up(o, p, ps, &verdicts)
     } else {
@@ -297,6 +305,33 @@ pub fn decide(o: &Observed) -> Decision {
         Health::Degraded
     };
     Decision { health, operation, verdicts }
+}
+
+/// The split-brain guard: `rogue`, writable but not the recorded primary, is demoted at
+/// once, unless clients may still reach it and no replica acknowledges its commits (a
+/// former primary that woke up after a failover): then its commits can be acknowledged by
+/// nobody and wait, and demoting it (which ends their wait, making them visible) must wait
+/// until the Service no longer leads to it, its label removed first.
+fn demote(o: &Observed, rogue: &Member, verdicts: &[Verdict]) -> Operation {
+    let acknowledged = o.members.iter().any(|m| {
+        m.server
+            .up()
+            .and_then(|s| s.replication.as_ref())
+            .is_some_and(|r| (r.io_running || r.io_connecting) && points_at(r, rogue))
+    });
+    if acknowledged || !o.routed.contains(&rogue.ordinal) {
+        return Operation::Demote { ordinal: rogue.ordinal };
+    }
+    relabel(o, verdicts).unwrap_or_else(|| {
+        wait(
+            FORMER_PRIMARY_ROUTED,
+            format!(
+                "member {} is writable and not the primary, and the read-write Service led new connections to it within the last {} s; no replica acknowledges its commits, so it is demoted once the Service no longer leads to it",
+                rogue.ordinal,
+                super::routes::SETTLE.as_secs()
+            ),
+        )
+    })
 }
 
 /// Whether `r` is configured to replicate from `p`.
@@ -377,6 +412,18 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         });
         if labelled_elsewhere && let Some(op) = relabel(o, verdicts) {
             return op;
+        }
+        // The label has moved, but the Service's routes follow it a moment later.
+        let routed: Vec<u32> = o.routed.iter().copied().filter(|k| *k != p.ordinal).collect();
+        if !routed.is_empty() {
+            return wait(
+                FORMER_PRIMARY_ROUTED,
+                format!(
+                    "the read-write Service led new connections to member(s) {routed:?} within the last {} s; primary {} takes writes once it leads only to it",
+                    super::routes::SETTLE.as_secs(),
+                    p.ordinal
+                ),
+            );
         }
         return Operation::MakeWritable { ordinal: p.ordinal };
     }

@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 
-use super::decide::{Decision, FAILOVER_AFTER_PASSES, Operation, REPLICA_RESTARTED, decide};
+use super::decide::{Decision, FAILOVER_AFTER_PASSES, FORMER_PRIMARY_ROUTED, Operation, REPLICA_RESTARTED, decide};
 use super::fixtures::addr;
 use super::gtid::GtidSet;
 use super::gtid_props::any_gtid_set;
@@ -343,6 +343,7 @@ impl Scenario {
             switchover_to: None,
             members,
             deposed: None,
+            routed: BTreeSet::new(),
             heal: Healing::default(),
             recently_configured: BTreeSet::new(),
             restarted,
@@ -416,12 +417,55 @@ fn no_two_writable(o: &Observed, d: &Decision) -> Result<(), TestCaseError> {
         .map(|m| m.ordinal)
         .collect();
     if !rogues.is_empty() && !o.paused && o.replicas > 0 {
+        // A rogue that clients may still reach and that no replica acknowledges may wait
+        // (relabelled first) for the Service to leave it; nothing else happens meanwhile.
+        let held =
+            matches!(d.operation, Operation::Wait { reason: FORMER_PRIMARY_ROUTED, .. } | Operation::Relabel { .. });
+        let may_hold = rogues.iter().any(|r| o.routed.contains(r) && !acknowledged(o, *r));
         prop_assert!(
-            matches!(d.operation, Operation::Demote { ordinal } if rogues.contains(&ordinal)),
+            matches!(d.operation, Operation::Demote { ordinal } if rogues.contains(&ordinal)) || (held && may_hold),
             "writable non-primaries {:?} kept writable: {:?}",
             rogues,
             d.operation
         );
+    }
+    Ok(())
+}
+
+/// Whether a replica's receiver runs (or connects) from member `ordinal`.
+fn acknowledged(o: &Observed, ordinal: u32) -> bool {
+    let Some(source) = o.members.iter().find(|m| m.ordinal == ordinal) else { return false };
+    o.members.iter().any(|m| {
+        m.server.up().and_then(|s| s.replication.as_ref()).is_some_and(|r| {
+            (r.io_running || r.io_connecting)
+                && (r.source_host.as_str(), r.source_port) == (source.address.0.as_str(), source.address.1)
+        })
+    })
+}
+
+/// (e) Reads stay linearizable across a failover: a read-only primary is not made writable
+/// while the read-write Service may still lead new connections to another member (which
+/// would serve older data beside the new primary's writes), and a rogue that nobody
+/// acknowledges is not demoted while routed (demoting releases its unacknowledged commits
+/// to readers).
+fn no_writes_or_releases_while_routed_elsewhere(o: &Observed, d: &Decision) -> Result<(), TestCaseError> {
+    match d.operation {
+        Operation::MakeWritable { ordinal } => {
+            let read_only =
+                o.members.iter().any(|m| m.ordinal == ordinal && m.server.up().is_some_and(|s| s.read_only));
+            let elsewhere: Vec<&u32> = o.routed.iter().filter(|k| **k != ordinal).collect();
+            prop_assert!(
+                !read_only || elsewhere.is_empty(),
+                "{ordinal} made writable while {elsewhere:?} routed: {o:?}"
+            );
+        }
+        Operation::Demote { ordinal } => {
+            prop_assert!(
+                !o.routed.contains(&ordinal) || acknowledged(o, ordinal),
+                "routed, unacknowledged {ordinal} demoted: {o:?}"
+            );
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -500,6 +544,7 @@ proptest! {
         let d = decide(&o);
         no_two_writable(&o, &d)?;
         names_only_members(&o, &d)?;
+        no_writes_or_releases_while_routed_elsewhere(&o, &d)?;
     }
 }
 
@@ -650,7 +695,7 @@ fn any_observed() -> impl Strategy<Value = Observed> {
         heal,
         prop::collection::btree_set((ordinal(), ordinal()), 0..3),
         prop::collection::btree_map(ordinal(), prop::option::of(any_gtid_set()), 0..3),
-        prop::option::of(ordinal()),
+        (prop::option::of(ordinal()), prop::collection::btree_set(ordinal(), 0..3)),
     )
         .prop_map(
             |(
@@ -660,7 +705,7 @@ fn any_observed() -> impl Strategy<Value = Observed> {
                 heal,
                 recently_configured,
                 restarted,
-                deposed,
+                (deposed, routed),
             )| {
                 Observed {
                     replicas,
@@ -674,6 +719,7 @@ fn any_observed() -> impl Strategy<Value = Observed> {
                     recently_configured,
                     restarted,
                     deposed,
+                    routed,
                 }
             },
         )

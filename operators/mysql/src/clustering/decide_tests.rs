@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::decide::{
-    Decision, FAILOVER_AFTER_PASSES, Health, Operation, REPLICA_RESTARTED, RESEED_WAITS_FOR_MEMBER,
-    RESEED_WAITS_FOR_REPLICAS, ReseedReason, Role, decide,
+    Decision, FAILOVER_AFTER_PASSES, FORMER_PRIMARY_ROUTED, Health, Operation, REPLICA_RESTARTED,
+    RESEED_WAITS_FOR_MEMBER, RESEED_WAITS_FOR_REPLICAS, ReseedReason, Role, decide,
 };
 use super::fixtures::{addr, cluster, g, primary, replica, server};
 use super::observed::{Member, Observed, PodState, ServerState};
@@ -80,6 +80,54 @@ fn a_new_primary_takes_writes_only_once_the_former_one_lost_the_label() {
     o.members[0].role_label = None;
     o.members[1].role_label = Some("primary".into());
     assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
+}
+
+#[test]
+fn a_new_primary_takes_writes_only_once_the_service_no_longer_leads_to_the_former_one() {
+    // Labels moved, but the EndpointSlice (or kube-proxy, for SETTLE) still leads to 0,
+    // which may wake up and serve older data beside 1's first writes.
+    let mut o = cluster(vec![down(primary(0, "0-100-10"), 2), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
+    o.recorded_primary = Some(1);
+    o.members[0].role_label = None;
+    o.members[1].role_label = Some("primary".into());
+    server(&mut o.members[1]).read_only = true;
+    o.routed = [0, 1].into();
+    assert!(matches!(op(&o), Operation::Wait { reason: FORMER_PRIMARY_ROUTED, .. }), "{:?}", op(&o));
+    // Leading to the new primary alone is no reason to wait.
+    o.routed = [1].into();
+    assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
+}
+
+#[test]
+fn a_woken_former_primary_is_demoted_once_clients_can_no_longer_reach_it() {
+    // 0 woke up writable after 1 was promoted; no replica replicates from it, so its
+    // commits wait for acknowledgements that never come, and demoting it would release
+    // them to readers while the Service still leads to it.
+    let mut o = cluster(vec![primary(0, "0-100-11"), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
+    o.recorded_primary = Some(1);
+    server(&mut o.members[1]).read_only = true;
+    if let Some(r) = &mut server(&mut o.members[2]).replication {
+        r.io_running = false;
+    }
+    o.routed = [0].into();
+    // Still labelled: the label goes first.
+    o.members[0].role_label = Some("primary".into());
+    o.members[1].role_label = None;
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, None), (2, None), (1, Some(Role::Primary))] });
+    o.members[0].role_label = None;
+    o.members[1].role_label = Some("primary".into());
+    o.members[2].role_label = None;
+    assert!(matches!(op(&o), Operation::Wait { reason: FORMER_PRIMARY_ROUTED, .. }), "{:?}", op(&o));
+    // No longer routed: demoted, before the new primary takes writes.
+    o.routed = [].into();
+    assert_eq!(op(&o), Operation::Demote { ordinal: 0 });
+    // A rogue that a replica acknowledges is demoted at once, routed or not.
+    o.routed = [0].into();
+    if let Some(r) = &mut server(&mut o.members[2]).replication {
+        r.source_host = addr(0).0;
+        r.io_running = true;
+    }
+    assert_eq!(op(&o), Operation::Demote { ordinal: 0 });
 }
 
 #[test]

@@ -93,5 +93,6 @@ pub fn cluster(members: Vec<Member>) -> Observed {
         recently_configured: Default::default(),
         restarted: Default::default(),
         deposed: None,
+        routed: Default::default(),
     }
 }

@@ -12,6 +12,8 @@
 //! - [`pass`]: gather and perform, without Kubernetes (the controller wraps them).
 //! - [`restarts`]: replicas that restarted and may have lost acknowledged writes with their
 //!   relay log, until they have caught up again.
+//! - [`routes`]: the members the read-write Service leads new connections to, or did a
+//!   moment ago.
 
 pub mod acks;
 pub mod dataplane;
@@ -21,6 +23,7 @@ pub mod heal;
 pub mod observed;
 pub mod pass;
 pub mod restarts;
+pub mod routes;
 
 #[cfg(test)]
 mod decide_props;

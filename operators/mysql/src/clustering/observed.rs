@@ -44,6 +44,9 @@ pub struct Observed {
     /// acknowledged (a failover promotes the replica with every acknowledged write), so it
     /// does not hold the new primary back from taking writes.
     pub deposed: Option<u32>,
+    /// The members the read-write Service's EndpointSlices listed within the last
+    /// [`super::routes::SETTLE`]: new connections may still reach them.
+    pub routed: BTreeSet<u32>,
 }
 
 /// One server and its pod.

@@ -3,13 +3,14 @@
 //! operation, and writes the status. It is the only writer of the status of a valid cluster
 //! and of the pods' role labels, so those never race.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use statecraft_shared::pods::{explain_wait, pod_problems};
@@ -34,6 +35,7 @@ use crate::clustering::heal::BrokenClock;
 use crate::clustering::observed::{Member, Observed, PodState};
 use crate::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use crate::clustering::restarts::Restarts;
+use crate::clustering::routes::Routes;
 use crate::flavor::sql;
 use crate::validate::{check_version_change, validate};
 
@@ -71,6 +73,8 @@ struct Memory {
     acks: Option<Acknowledgements>,
     /// Replicas that restarted and have not caught up since (a failover does not count them).
     restarts: Restarts,
+    /// When each member was last listed by the read-write Service's EndpointSlices.
+    routes: Routes,
 }
 
 /// How long a replica just configured is given before it is configured again, if it still
@@ -161,6 +165,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
     let switchover_to =
         request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(name, r));
 
+    let listed = routed(&rt.client, &rt.namespace, &names, name).await?;
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
     let restarted = memory.restarts.observe(&members, recorded, Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
@@ -179,6 +184,7 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         },
         restarted,
         deposed: status.deposed_primary.as_deref().and_then(|p| ordinal_of(name, p)),
+        routed: memory.routes.observe(&listed, Instant::now()),
     };
     let mut decision = decide(&observed);
     if let Operation::Wait { reason, message } = &mut decision.operation
@@ -567,6 +573,25 @@ fn fill_status(
             );
         }
     }
+}
+
+/// The members the read-write Service's EndpointSlices list as serving (ready, or
+/// terminating but still serving: kube-proxy falls back to those), read before the servers
+/// so that a server seen after its endpoint is not missed.
+async fn routed(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<BTreeSet<u32>> {
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("kubernetes.io/service-name={}", names.read_write_service());
+    let list = slices
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| Error::kube("listing the read-write Service's EndpointSlices", e))?;
+    Ok(list
+        .items
+        .iter()
+        .flat_map(|slice| &slice.endpoints)
+        .filter(|e| e.conditions.as_ref().is_none_or(|c| c.serving.or(c.ready) != Some(false)))
+        .filter_map(|e| ordinal_of(name, e.target_ref.as_ref()?.name.as_deref()?))
+        .collect())
 }
 
 #[cfg(test)]

@@ -14,26 +14,13 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
-    /// A file is not valid YAML or JSON.
-    #[error("{}:{line}:{column}: {message}", path.display())]
-    Syntax {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column (0 when unknown).
-        column: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A document in a manifests directory is not a Kubernetes object.
-    #[error("{}:{line}: not a Kubernetes object: {reason}", path.display())]
-    NotAnObject {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line where the document starts.
-        line: usize,
-        /// What is missing or wrong.
+    /// A file or document that must be a Kubernetes object is not one, or does not parse
+    /// (see [`crate::manifests::Manifests::strict`]).
+    #[error("{at}: {reason}")]
+    Skipped {
+        /// `file:line`.
+        at: String,
+        /// What is wrong.
         reason: String,
     },
     /// An evidence record is malformed or names something unknown.
@@ -42,17 +29,6 @@ pub enum Error {
         /// The evidence file.
         path: PathBuf,
         /// 1-based line of the record.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// A manifest is a Kubernetes object but not a usable one (e.g. a CSV whose
-    /// `capabilities` annotation is not one of the five level names).
-    #[error("{}:{line}: {message}", path.display())]
-    Manifest {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line where the object starts.
         line: usize,
         /// What is wrong.
         message: String,

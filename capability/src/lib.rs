@@ -11,6 +11,7 @@
 //! - [`evidence`]: the e2e evidence records (format 1) and the code fingerprint that
 //!   decides whether a record is about the current code.
 //! - [`score`]: claims + checks + evidence → a status per criterion and per level.
+//! - [`next`]: which e2e tests (and which command) would prove what is not confirmed yet.
 //! - [`report`]: building a report (the workspace's operators, or `assess` of manifests).
 //! - [`render`]: table, Markdown, JSON and HTML.
 //!
@@ -22,6 +23,7 @@ pub mod error;
 pub mod evidence;
 pub mod manifests;
 pub mod model;
+pub mod next;
 pub mod operators;
 pub mod render;
 pub mod report;

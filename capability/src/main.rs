@@ -4,7 +4,8 @@
 //!
 //! Exit status: 0 on success; 1 when an input is missing or malformed (the message names
 //! the file and line, and no report is printed); 2 for a bad command line; 3 when
-//! `--require-level N` is given and an operator is below N.
+//! `--require-level N` is given and an operator is below N; 4 when `assess` found errors in
+//! the bundle (the report is printed and lists them).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -179,6 +180,14 @@ fn emit(report: &Report, output: &OutputArgs) -> Result<ExitCode> {
             }
             return Ok(ExitCode::from(3));
         }
+    }
+    let errors = report::bundle_errors(report);
+    if !errors.is_empty() {
+        eprintln!(
+            "statecraft-capability: the bundle has {} (listed in the report)",
+            if errors.len() == 1 { "1 error".to_string() } else { format!("{} errors", errors.len()) }
+        );
+        return Ok(ExitCode::from(4));
     }
     Ok(ExitCode::SUCCESS)
 }

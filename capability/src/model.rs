@@ -441,6 +441,13 @@ pub const CRITERIA: &[Criterion] = &[
     ),
 ];
 
+/// The criteria that are Statecraft's own production bar rather than the model's text
+/// (least-privilege RBAC, a locked-down operator Deployment, unprivileged operand pods,
+/// members spread over nodes). Statecraft's operators are held to them like to any other
+/// criterion; `assess` judges third-party bundles on them separately, as hygiene, so that
+/// being below that bar is not mistaken for a false capability claim.
+pub const HYGIENE_CRITERIA: &[&str] = &["L1.rbac", "L1.operator-deployment", "L1.operand-security", "L3.spread"];
+
 /// The criterion with `id`.
 pub fn criterion(id: &str) -> Option<&'static Criterion> {
     CRITERIA.iter().find(|c| c.id == id)
@@ -469,6 +476,14 @@ mod tests {
                 c.id
             );
             assert!(!c.title.is_empty() && !c.description.is_empty());
+        }
+    }
+
+    #[test]
+    fn hygiene_criteria_exist_and_are_static() {
+        for id in HYGIENE_CRITERIA {
+            let c = criterion(id).unwrap_or_else(|| panic!("{id}"));
+            assert_eq!(c.verification, Verification::Static, "{id}: a run is never needed for hygiene");
         }
     }
 

@@ -66,11 +66,11 @@ pub fn shipped(root: &Path, operator: &str) -> Result<Manifests> {
     let mut out = Manifests::default();
     let crds = root.join("crds").join(format!("{operator}.yaml"));
     if crds.is_file() {
-        out.extend(manifests::load_file(&crds)?);
+        out.extend(manifests::load_file(&crds).strict()?);
     }
     let deploy = root.join("deploy").join(operator);
     if deploy.is_dir() {
-        out.extend(manifests::load_dir(&deploy)?);
+        out.extend(manifests::load_dir(&deploy)?.strict()?);
     }
     // Findings name files as the repository does (`deploy/mysql/operator.yaml:156`).
     for source in out.objects.iter_mut().map(|o| &mut o.source).chain(out.dashboards.iter_mut().map(|d| &mut d.source))

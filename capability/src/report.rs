@@ -9,12 +9,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::checks::{self, Inputs};
+use crate::checks::{self, CheckResult, CheckStatus, Hint, Inputs, Severity, check_def};
 use crate::evidence::{self, Located};
-use crate::manifests::{self, Manifests, Object};
-use crate::model::{Level, criteria_of};
+use crate::manifests::{self, Manifests, Object, Skipped};
+use crate::model::{CRITERIA, Criterion, HYGIENE_CRITERIA, Level};
+use crate::next::{self, Next};
 use crate::operators;
-use crate::score::{self, CriterionScore, LevelScore, Status};
+use crate::score::{self, CriterionScore, LevelScore, Part, Status};
+
+mod sanity;
 use crate::{Error, Result};
 
 /// A report on one or more operators.
@@ -30,8 +33,10 @@ pub struct Report {
     pub operators: Vec<OperatorReport>,
 }
 
-/// The version of the JSON report format.
-pub const REPORT_FORMAT: u32 = 1;
+/// The version of the JSON report format. 2: an assessment's verdict is supported /
+/// not shown / contradicted / not declared (was consistent / unproven), levels can be
+/// `unproven`, and assessments carry the hygiene judgement and the bundle's own errors.
+pub const REPORT_FORMAT: u32 = 2;
 
 /// What kind of report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -93,6 +98,9 @@ pub struct OperatorReport {
     /// The comparison with the declared level (assessments).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assessment: Option<Assessment>,
+    /// What earns the claimed criteria not confirmed yet (Statecraft's operators).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<Next>,
 }
 
 impl OperatorReport {
@@ -106,19 +114,73 @@ impl OperatorReport {
     }
 }
 
-/// How a declared level compares with what the manifests evidence.
+/// The capability judgement: how the level a bundle declares compares with what it shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// The manifests evidence the declared level (as far as manifests can).
-    Consistent,
-    /// Nothing contradicts the declared level, but the manifests cannot evidence it: the
-    /// rest needs e2e evidence.
-    Unproven,
-    /// Static checks of criteria at or below the declared level fail.
+    /// The static evidence supports the declared level as far as a bundle can (the rest of
+    /// its criteria need a run, and nothing contradicts them).
+    Supported,
+    /// Nothing contradicts the declared level, but the bundle does not show it: criteria
+    /// need e2e evidence, or what would show them is not in the bundle.
+    NotShown,
+    /// The bundle holds positive evidence against a required criterion at or below the
+    /// declared level (no CRD reports status, no right to create Events, an observed operand
+    /// without probes ...).
     Contradicted,
-    /// No level is declared.
+    /// No level is declared (or the declaration is not a level: see `bundle_errors`).
     NotDeclared,
+}
+
+impl Verdict {
+    /// `supported`, `not shown`, `contradicted`, `not declared`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Supported => "supported",
+            Verdict::NotShown => "not shown",
+            Verdict::Contradicted => "contradicted",
+            Verdict::NotDeclared => "not declared",
+        }
+    }
+}
+
+/// A criterion at or below the declared level that only a run can prove, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct NeedsRun {
+    /// The criterion.
+    pub criterion: &'static str,
+    /// What a run has to show.
+    pub why: &'static str,
+    /// What the bundle shows towards it (never proof).
+    pub hints: Vec<String>,
+}
+
+/// The hygiene judgement: Statecraft's own production bar, which the capability model does
+/// not require, graded by severity.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hygiene {
+    /// Failed hygiene checks by severity.
+    pub high: usize,
+    /// See `high`.
+    pub medium: usize,
+    /// See `high`.
+    pub low: usize,
+    /// Hygiene checks the inputs could not judge (operand checks without `--operand` ...).
+    pub not_assessable: usize,
+    /// One sentence.
+    pub summary: String,
+    /// Every hygiene check, most severe failures first.
+    pub checks: Vec<HygieneCheck>,
+}
+
+/// One hygiene check's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct HygieneCheck {
+    /// The check's result.
+    #[serde(flatten)]
+    pub result: CheckResult,
+    /// Its weight.
+    pub severity: Severity,
 }
 
 /// The result of `assess`.
@@ -130,16 +192,27 @@ pub struct Assessment {
     pub declared_annotation: Option<String>,
     /// The level it declares.
     pub declared: Option<Level>,
-    /// The highest level the manifests evidence (at most 1: see [`score::static_level`]).
+    /// The highest level the static evidence supports (at most 1: see [`score::static_level`]).
     pub evidenced: u8,
-    /// The verdict.
+    /// The OperatorHub `capabilities` value that `evidenced` earns.
+    pub earned_from_static: Option<&'static str>,
+    /// The capability verdict.
     pub verdict: Verdict,
-    /// Required criteria at or below the declared level whose static checks fail.
+    /// Required criteria at or below the declared level the bundle contradicts.
     pub contradicted_by: Vec<&'static str>,
-    /// Required criteria between the evidenced and the declared level that only a run can show.
+    /// Required criteria at or below the declared level that only a run can show.
     pub needs_e2e: Vec<&'static str>,
-    /// One sentence.
+    /// The same, each with what a run must show and the bundle's hints towards it.
+    pub needs_run: Vec<NeedsRun>,
+    /// One sentence on the capability.
     pub summary: String,
+    /// The hygiene judgement.
+    pub hygiene: Hygiene,
+    /// Errors of the bundle a validator would report (CSV apiVersion, capability names,
+    /// removed API versions, files that do not parse).
+    pub bundle_errors: Vec<String>,
+    /// Files and documents that were not loaded, and why.
+    pub skipped: Vec<Skipped>,
 }
 
 /// Options of a workspace report.
@@ -188,16 +261,12 @@ pub fn workspace(opts: &WorkspaceOptions) -> Result<Report> {
         let criteria = score::score_criteria(&claims, &results, &mine, Some(&fingerprint));
         let current =
             mine.iter().filter(|r| r.record.code_fingerprint.as_deref() == Some(fingerprint.as_str())).count();
-        out.push(operator_report(
-            op.name,
-            Some(op.binary),
-            claims,
-            criteria,
-            mine.len(),
-            current,
-            Some(fingerprint),
-            None,
-        ));
+        let tests = next::e2e_tests(&opts.root, op.name)?;
+        let next = next::next(op.name, &criteria, &tests);
+        let mut report =
+            operator_report(op.name, Some(op.binary), claims, criteria, mine.len(), current, Some(fingerprint), None);
+        report.next = Some(next);
+        out.push(report);
     }
     Ok(Report {
         format: REPORT_FORMAT,
@@ -238,6 +307,7 @@ fn operator_report(
         current_records,
         code_fingerprint,
         assessment,
+        next: None,
     }
 }
 
@@ -255,9 +325,10 @@ pub struct AssessOptions {
 
 /// Assesses a third-party operator from its manifests.
 pub fn assess(opts: &AssessOptions) -> Result<Report> {
-    let shipped = manifests::load_dir(&opts.manifests)?;
+    let mut shipped = manifests::load_dir(&opts.manifests)?;
+    drop_copies(&mut shipped);
     let operand: Option<Vec<Object>> = match &opts.operand {
-        Some(dir) => Some(manifests::load_dir(dir)?.objects),
+        Some(dir) => Some(manifests::load_dir(dir)?.strict()?.objects),
         None => None,
     };
     if let Some(root) = opts.runbooks.as_ref().filter(|r| !r.is_dir()) {
@@ -266,41 +337,52 @@ pub fn assess(opts: &AssessOptions) -> Result<Report> {
     let csvs: Vec<&Object> =
         shipped.objects.iter().filter(|o| o.is("operators.coreos.com", "ClusterServiceVersion")).collect();
     if csvs.len() > 1 {
+        let files: Vec<String> = csvs.iter().map(|c| format!("{} ({})", c.name(), c.source)).collect();
         return Err(Error::Usage(format!(
-            "{}: {} ClusterServiceVersions; assess one bundle at a time",
+            "{}: {} ClusterServiceVersions: {}; assess one bundle at a time",
             opts.manifests.display(),
-            csvs.len()
+            csvs.len(),
+            files.join(", ")
         )));
     }
     let csv = csvs.first().copied();
+    let mut bundle_errors = sanity::errors(&shipped, csv);
     let annotation = csv.and_then(|c| c.value["metadata"]["annotations"]["capabilities"].as_str().map(str::to_string));
-    let declared = match (&annotation, csv) {
-        (Some(a), Some(c)) => Some(Level::from_operatorhub(a).ok_or_else(|| Error::Manifest {
-            path: c.source.path.clone(),
-            line: c.source.line,
-            message: format!(
-                "capabilities annotation {a:?} is not one of {}",
+    let declared = annotation.as_deref().and_then(Level::from_operatorhub);
+    if let (Some(a), Some(c)) = (&annotation, csv) {
+        match declared {
+            None => bundle_errors.push(format!(
+                "{}: capabilities {a:?} is not one of {}",
+                c.describe(),
                 Level::ALL.map(|l| format!("{:?}", l.name())).join(", ")
-            ),
-        })?),
-        _ => None,
-    };
+            )),
+            Some(l) if l.name() != a => bundle_errors.push(format!(
+                "{}: capabilities {a:?} must be written exactly {:?} (read as {l})",
+                c.describe(),
+                l.name()
+            )),
+            Some(_) => {}
+        }
+    }
+    // A declared level claims every criterion of the model up to it, except those that are
+    // only Statecraft's own bar (judged under hygiene).
     let claims: Vec<&'static str> = declared
-        .map(|d| {
-            Level::ALL
-                .into_iter()
-                .filter(|l| *l <= d)
-                .flat_map(criteria_of)
-                .filter(|c| c.required)
-                .map(|c| c.id)
-                .collect()
-        })
+        .map(|d| CRITERIA.iter().filter(|c| c.level <= d && !hygiene_only(c)).map(|c| c.id).collect())
         .unwrap_or_default();
     let results =
         checks::run(&Inputs { shipped: &shipped, operand: operand.as_deref(), runbook_root: opts.runbooks.as_deref() });
-    let criteria = score::score_criteria(&claims, &results, &[], None);
-    let evidenced = score::static_level(&criteria);
-    let assessment = compare(csv, annotation, declared, evidenced, &criteria, operand.is_some());
+    let (hygiene_results, capability_results): (Vec<CheckResult>, Vec<CheckResult>) =
+        results.into_iter().partition(|r| check_def(r.id).is_some_and(|d| d.hygiene.is_some()));
+    let mut criteria = score::score_criteria(&claims, &capability_results, &[], None);
+    for c in criteria.iter_mut().filter(|c| hygiene_only(c.criterion)) {
+        c.reason = "Statecraft's own bar, not the model's: judged under hygiene".into();
+    }
+    let hints = checks::hints(&shipped);
+    let mut assessment =
+        compare(csv, annotation, declared, &criteria, &hints, hygiene(hygiene_results), operand.is_some());
+    bundle_errors.extend(shipped.skipped.iter().filter(|s| s.error).map(|s| format!("{}: {}", s.source, s.reason)));
+    assessment.bundle_errors = bundle_errors;
+    assessment.skipped = shipped.skipped.clone();
     let name = bundle_name(&shipped, csv, &opts.manifests);
     Ok(Report {
         format: REPORT_FORMAT,
@@ -314,42 +396,139 @@ pub fn assess(opts: &AssessOptions) -> Result<Report> {
     })
 }
 
+/// Catalogs sometimes keep a second copy of a bundle below its directory (`bundle/manifests/`
+/// beside `manifests/`). When every ClusterServiceVersion has the same name, they are copies
+/// of one bundle: the one nearest the root is assessed, and what lies in the other copies'
+/// bundle directories is left out, with a note. Different names are different bundles.
+fn drop_copies(shipped: &mut Manifests) {
+    let csvs: Vec<&Object> =
+        shipped.objects.iter().filter(|o| o.is("operators.coreos.com", "ClusterServiceVersion")).collect();
+    let Some(kept) = csvs.iter().min_by_key(|c| c.source.path.components().count()) else { return };
+    if csvs.len() < 2 || csvs.iter().any(|c| c.name() != kept.name()) {
+        return;
+    }
+    // A CSV's bundle directory: the parent of its `manifests/`, else its own directory.
+    let bundle_dir = |csv: &Object| {
+        let dir = csv.source.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        match dir.file_name() {
+            Some(n) if n == "manifests" => dir.parent().map(Path::to_path_buf).unwrap_or(dir),
+            _ => dir,
+        }
+    };
+    let copies: Vec<PathBuf> = csvs
+        .iter()
+        .filter(|c| !std::ptr::eq(**c, *kept))
+        .map(|c| bundle_dir(c))
+        .filter(|dir| !kept.source.path.starts_with(dir))
+        .collect();
+    if copies.is_empty() {
+        return;
+    }
+    let (name, at) = (kept.name().to_string(), kept.source.to_string());
+    let outside = |path: &Path| !copies.iter().any(|dir| path.starts_with(dir));
+    shipped.objects.retain(|o| outside(&o.source.path));
+    shipped.dashboards.retain(|d| outside(&d.source.path));
+    shipped.skipped.retain(|s| outside(&s.path));
+    for dir in copies {
+        shipped.skip(&dir, 0, format!("another copy of bundle {name}, not assessed (assessed: {at})"), false);
+    }
+}
+
+/// Whether `c` is Statecraft's own production bar rather than the model's (see
+/// [`HYGIENE_CRITERIA`]).
+fn hygiene_only(c: &Criterion) -> bool {
+    HYGIENE_CRITERIA.contains(&c.id)
+}
+
+fn hygiene(results: Vec<CheckResult>) -> Hygiene {
+    let mut checks: Vec<HygieneCheck> = results
+        .into_iter()
+        .filter_map(|r| Some(HygieneCheck { severity: check_def(r.id)?.hygiene?, result: r }))
+        .collect();
+    let failed = |s: Severity, checks: &[HygieneCheck]| {
+        checks
+            .iter()
+            .filter(|c| c.severity == s && c.result.status == CheckStatus::Fail)
+            .map(|c| c.result.id)
+            .collect::<Vec<_>>()
+    };
+    let (high, medium, low) =
+        (failed(Severity::High, &checks), failed(Severity::Medium, &checks), failed(Severity::Low, &checks));
+    let not_assessable = checks.iter().filter(|c| c.result.status == CheckStatus::NotAssessable).count();
+    let parts: Vec<String> = [(Severity::High, &high), (Severity::Medium, &medium), (Severity::Low, &low)]
+        .iter()
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(s, ids)| format!("{} {} ({})", ids.len(), s.label(), ids.join(", ")))
+        .collect();
+    let mut summary = if parts.is_empty() {
+        "meets Statecraft's production bar".to_string()
+    } else {
+        format!("below Statecraft's production bar: {}", parts.join("; "))
+    };
+    if not_assessable > 0 {
+        summary.push_str(&format!("; {not_assessable} not assessable"));
+    }
+    // Failures first, most severe first; then the rest in check order.
+    checks.sort_by_key(|c| (c.result.status != CheckStatus::Fail, std::cmp::Reverse(c.severity)));
+    Hygiene { high: high.len(), medium: medium.len(), low: low.len(), not_assessable, summary, checks }
+}
+
 fn compare(
     csv: Option<&Object>,
     declared_annotation: Option<String>,
     declared: Option<Level>,
-    evidenced: u8,
     criteria: &[CriterionScore],
+    hints: &[Hint],
+    hygiene: Hygiene,
     have_operand: bool,
 ) -> Assessment {
-    let evidenced_name = Level::from_number(evidenced).map_or("no level".to_string(), |l| format!("{l}"));
+    let evidenced = score::static_level(criteria);
+    let earned = Level::from_number(evidenced);
+    let evidenced_name = earned.map_or("no level".to_string(), |l| format!("{l}"));
     let operand_hint = if have_operand { "" } else { " (operand checks need --operand)" };
-    let (verdict, contradicted_by, needs_e2e, summary) = match declared {
+    let needs_run: Vec<NeedsRun> = declared
+        .map(|d| {
+            criteria
+                .iter()
+                .filter(|s| {
+                    s.claimed && s.criterion.required && s.criterion.level <= d && s.criterion.verification.has_e2e()
+                })
+                .filter(|s| s.static_part != Some(Part::Fail))
+                .map(|s| NeedsRun {
+                    criterion: s.criterion.id,
+                    why: e2e_sentence(s.criterion),
+                    hints: hints.iter().filter(|h| h.criterion == s.criterion.id).map(|h| h.text.clone()).collect(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let needs_e2e: Vec<&'static str> = needs_run.iter().map(|n| n.criterion).collect();
+    let (verdict, contradicted_by, summary) = match declared {
         None => (
             Verdict::NotDeclared,
             Vec::new(),
-            Vec::new(),
             format!(
-                "{}; the manifests evidence {evidenced_name}{operand_hint}",
-                if csv.is_some() { "the CSV declares no capabilities" } else { "no ClusterServiceVersion" }
+                "{}; static evidence supports {evidenced_name}{operand_hint}",
+                if csv.is_some() { "the CSV declares no capability level" } else { "no ClusterServiceVersion" }
             ),
         ),
         Some(d) => {
             let contradicted = score::contradictions(criteria, d);
-            let needs = score::needs_e2e(Level::ALL.into_iter().filter(|l| l.number() > evidenced && *l <= d));
+            let runs =
+                if needs_e2e.is_empty() { String::new() } else { format!("; {} need a run", plural_ids(&needs_e2e)) };
             if !contradicted.is_empty() {
                 let s = format!(
-                    "declares {d} but static checks fail for {}; the manifests evidence {evidenced_name}{operand_hint}",
+                    "declares {d}, but the bundle contradicts {}; static evidence supports {evidenced_name}{operand_hint}",
                     contradicted.join(", ")
                 );
-                (Verdict::Contradicted, contradicted, needs, s)
+                (Verdict::Contradicted, contradicted, s)
             } else if evidenced >= d.number() {
-                (Verdict::Consistent, Vec::new(), Vec::new(), format!("declares {d}; the manifests evidence it"))
+                (Verdict::Supported, Vec::new(), format!("declares {d}; static evidence supports it{runs}"))
             } else {
                 let s = format!(
-                    "declares {d}; nothing in the manifests contradicts it, but they evidence only {evidenced_name}{operand_hint}: the rest needs e2e evidence"
+                    "declares {d}; nothing in the bundle contradicts it, static evidence supports {evidenced_name}{operand_hint}{runs}"
                 );
-                (Verdict::Unproven, Vec::new(), needs, s)
+                (Verdict::NotShown, Vec::new(), s)
             }
         }
     };
@@ -358,11 +537,25 @@ fn compare(
         declared_annotation,
         declared,
         evidenced,
+        earned_from_static: earned.map(Level::name),
         verdict,
         contradicted_by,
         needs_e2e,
+        needs_run,
         summary,
+        hygiene,
+        bundle_errors: Vec::new(),
+        skipped: Vec::new(),
     }
+}
+
+fn plural_ids(ids: &[&str]) -> String {
+    if ids.len() == 1 { format!("1 criterion ({})", ids[0]) } else { format!("{} criteria", ids.len()) }
+}
+
+/// What a run has to show for `c`: the `E2e:` sentence of its description, or all of it.
+fn e2e_sentence(c: &'static Criterion) -> &'static str {
+    c.description.split_once("E2e: ").map_or(c.description, |(_, e2e)| e2e)
 }
 
 /// The operator's name: the bundle's package, else the CSV's name, else the directory's.
@@ -379,6 +572,16 @@ fn bundle_name(shipped: &Manifests, csv: Option<&Object>, dir: &Path) -> String 
         return c.name().to_string();
     }
     dir.file_name().and_then(|n| n.to_str()).unwrap_or("operator").to_string()
+}
+
+/// The errors of the bundles assessed in `report` (none for a workspace report).
+pub fn bundle_errors(report: &Report) -> Vec<&str> {
+    report
+        .operators
+        .iter()
+        .filter_map(|o| o.assessment.as_ref())
+        .flat_map(|a| a.bundle_errors.iter().map(String::as_str))
+        .collect()
 }
 
 /// The operators of `report` whose level is below `required`: the level is the confirmed

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::checks::{CheckResult, CheckStatus, checks_of};
 use crate::evidence::{Located, Outcome};
-use crate::model::{CRITERIA, Criterion, Level, criteria_of, criterion};
+use crate::model::{CRITERIA, Criterion, Level, criterion};
 use crate::{Error, Result};
 
 /// The status of one criterion.
@@ -118,8 +118,10 @@ pub struct CriterionScore {
 pub enum LevelStatus {
     /// Every required criterion confirmed.
     Confirmed,
-    /// Some required criteria confirmed or claimed, not all confirmed, none failed.
+    /// Some required criteria confirmed, not all, none failed.
     Partial,
+    /// Required criteria claimed, none confirmed and none failed.
+    Unproven,
     /// A claimed required criterion failed.
     Failed,
     /// No required criterion claimed.
@@ -132,6 +134,7 @@ impl LevelStatus {
         match self {
             LevelStatus::Confirmed => "Confirmed",
             LevelStatus::Partial => "Partial",
+            LevelStatus::Unproven => "Unproven",
             LevelStatus::Failed => "Failed",
             LevelStatus::NotClaimed => "Not claimed",
         }
@@ -189,10 +192,12 @@ fn score_one(
 ) -> CriterionScore {
     let own_checks: Vec<CheckResult> =
         checks_of(c.id).filter_map(|d| checks.iter().find(|r| r.id == d.id).cloned()).collect();
-    let static_part = c.verification.has_static().then(|| {
+    // A criterion verified statically whose checks are not among `checks` (an assessment
+    // passes only its capability checks) has no static part here.
+    let static_part = (c.verification.has_static() && !own_checks.is_empty()).then(|| {
         if own_checks.iter().any(|r| r.status == CheckStatus::Fail) {
             Part::Fail
-        } else if !own_checks.is_empty() && own_checks.iter().all(|r| r.status == CheckStatus::Pass) {
+        } else if own_checks.iter().all(|r| r.status == CheckStatus::Pass) {
             Part::Pass
         } else {
             Part::Unknown
@@ -310,6 +315,8 @@ pub fn score_levels(criteria: &[CriterionScore]) -> Vec<LevelScore> {
                 LevelStatus::Failed
             } else if claimed == 0 {
                 LevelStatus::NotClaimed
+            } else if confirmed == 0 {
+                LevelStatus::Unproven
             } else {
                 LevelStatus::Partial
             };
@@ -323,15 +330,15 @@ pub fn overall_level(levels: &[LevelScore]) -> u8 {
     levels.iter().take_while(|l| l.status == LevelStatus::Confirmed).map(|l| l.level.number()).last().unwrap_or(0)
 }
 
-/// The highest L such that every level 1..L has statically checkable required criteria
-/// and all of them pass their static checks: how far manifests alone can evidence a level.
+/// The highest L such that every level 1..L has statically checked required criteria and
+/// all of them pass their static checks: how far manifests alone can evidence a level.
 /// Level 2 has no statically checkable criterion, so this is at most 1.
 pub fn static_level(criteria: &[CriterionScore]) -> u8 {
     let mut reached = 0;
     for level in Level::ALL {
         let checkable: Vec<&CriterionScore> = criteria
             .iter()
-            .filter(|s| s.criterion.level == level && s.criterion.required && s.criterion.verification.has_static())
+            .filter(|s| s.criterion.level == level && s.criterion.required && s.static_part.is_some())
             .collect();
         if checkable.is_empty() || checkable.iter().any(|s| s.static_part != Some(Part::Pass)) {
             break;
@@ -349,11 +356,6 @@ pub fn contradictions(criteria: &[CriterionScore], level: Level) -> Vec<&'static
         .filter(|s| s.criterion.level <= level && s.criterion.required && s.static_part == Some(Part::Fail))
         .map(|s| s.criterion.id)
         .collect()
-}
-
-/// The required criteria of `levels` that only a run can show.
-pub fn needs_e2e(levels: impl IntoIterator<Item = Level>) -> Vec<&'static str> {
-    levels.into_iter().flat_map(criteria_of).filter(|c| c.required && c.verification.has_e2e()).map(|c| c.id).collect()
 }
 
 #[cfg(test)]
@@ -485,6 +487,15 @@ mod tests {
         assert_eq!((levels[1].required, levels[1].claimed, levels[1].confirmed), (5, 4, 4));
     }
 
+    /// A level whose claims are all unproven is not "Partial": nothing of it is confirmed.
+    #[test]
+    fn a_level_with_nothing_confirmed_is_unproven() {
+        let s = score_criteria(&["L2.adoption", "L2.rolling-restart"], &passing_checks(), &[], FP);
+        let levels = score_levels(&s);
+        assert_eq!(levels[1].status, LevelStatus::Unproven);
+        assert_eq!(levels[1].status.label(), "Unproven");
+    }
+
     #[test]
     fn nothing_claimed_is_level_zero() {
         let s = score_criteria(&[], &passing_checks(), &[], FP);
@@ -514,7 +525,6 @@ mod tests {
         assert_eq!(static_level(&s), 0);
         assert_eq!(contradictions(&s, Level::FullLifecycle), ["L1.rbac", "L3.pdb"]);
         assert_eq!(contradictions(&s, Level::BasicInstall), ["L1.rbac"]);
-        assert!(needs_e2e([Level::SeamlessUpgrades]).contains(&"L2.adoption"));
     }
 
     #[test]

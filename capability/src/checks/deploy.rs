@@ -119,19 +119,31 @@ fn workloads(objects: &[Object]) -> Vec<&Object> {
         .collect()
 }
 
-/// Whether leader election is switched on in a container's arguments or environment:
-/// controller-runtime's `--leader-elect`, or a `*LEADER_ELECT*` variable not set to false.
-fn leader_election_on(container: &Value) -> bool {
-    let args = str_list(&container["args"]).into_iter().chain(str_list(&container["command"]));
-    let by_flag = args.into_iter().any(|a| {
-        let a = a.to_ascii_lowercase();
-        (a.contains("leader-elect") || a.contains("leader_elect")) && !a.ends_with("=false")
-    });
-    let by_env = container["env"].as_array().into_iter().flatten().any(|e| {
-        e["name"].as_str().is_some_and(|n| n.to_ascii_uppercase().contains("LEADER_ELECT"))
-            && e["value"].as_str().is_none_or(|v| !v.eq_ignore_ascii_case("false"))
-    });
-    by_flag || by_env
+/// What a container's arguments or environment say about leader election: `Some(true)`
+/// when a flag or variable naming it is on (controller-runtime's `--leader-elect`,
+/// `--enable-leader-election`, `*LEADER_ELECT*` variables such as Strimzi's), `Some(false)`
+/// when one is off, `None` when none is there (many operators elect by default, or in a
+/// configuration file).
+fn leader_switch(container: &Value) -> Option<bool> {
+    let names = |s: &str| {
+        let s = s.to_ascii_lowercase().replace('_', "-");
+        s.contains("leader-elect") || s.contains("leaderelect")
+    };
+    let off = |v: &str| v.eq_ignore_ascii_case("false") || v == "0";
+    let mut seen = None;
+    for a in str_list(&container["args"]).into_iter().chain(str_list(&container["command"])) {
+        if names(a) {
+            let on = a.split_once('=').is_none_or(|(_, v)| !off(v));
+            seen = Some(seen.unwrap_or(true) && on);
+        }
+    }
+    for e in container["env"].as_array().into_iter().flatten() {
+        if e["name"].as_str().is_some_and(names) {
+            let on = e["value"].as_str().is_none_or(|v| !off(v));
+            seen = Some(seen.unwrap_or(true) && on);
+        }
+    }
+    seen
 }
 
 pub(super) fn operator_checks(install: &[Object]) -> Vec<CheckResult> {
@@ -155,15 +167,22 @@ pub(super) fn operator_checks(install: &[Object]) -> Vec<CheckResult> {
 
     let roles = operator_roles(install);
     let mut election = Vec::new();
-    if !grants(&roles, &["coordination.k8s.io"], "leases", &["create"])
-        || !grants(&roles, &["coordination.k8s.io"], "leases", &["update", "patch"])
-    {
-        election.push("no Role grants create and update on coordination.k8s.io leases".to_string());
-    }
+    let leases = grants(&roles, &["coordination.k8s.io"], "leases", &["create"])
+        && grants(&roles, &["coordination.k8s.io"], "leases", &["update", "patch"]);
+    // Older operator-sdk operators elect a leader with a ConfigMap lock ("leader for life").
+    let configmap_lock = grants(&roles, &[""], "configmaps", &["create"]);
+    let mut switched_on = false;
     for pod in &pods {
-        if !pod.containers().any(|(c, init)| !init && leader_election_on(c)) {
-            election.push(format!("{}: no --leader-elect flag or *LEADER_ELECT* variable", pod.whole()));
+        let switches: Vec<Option<bool>> =
+            pod.containers().filter(|(_, init)| !init).map(|(c, _)| leader_switch(c)).collect();
+        if switches.contains(&Some(false)) && !switches.contains(&Some(true)) {
+            election.push(format!("{}: leader election is switched off by a flag or variable", pod.whole()));
         }
+        switched_on |= switches.contains(&Some(true));
+    }
+    let elects = leases || (switched_on && configmap_lock);
+    if !elects {
+        election.insert(0, "no Role grants create and update on coordination.k8s.io leases".to_string());
     }
     out.push(CheckResult::new("deploy.leader-election", looked_at.clone(), cap(election)));
 
@@ -377,10 +396,33 @@ mod tests {
 
     #[test]
     fn leader_election_is_recognised_by_flag_or_variable() {
-        assert!(leader_election_on(&json!({"args": ["--leader-elect=true"]})));
-        assert!(leader_election_on(&json!({"env": [{"name": "STATECRAFT_LEADER_ELECTION", "value": "true"}]})));
-        assert!(!leader_election_on(&json!({"env": [{"name": "STATECRAFT_LEADER_ELECTION", "value": "false"}]})));
-        assert!(!leader_election_on(&json!({"args": ["--metrics-bind-address=:8080"]})));
+        assert_eq!(leader_switch(&json!({"args": ["--leader-elect=true"]})), Some(true));
+        assert_eq!(leader_switch(&json!({"args": ["--enable-leader-election"]})), Some(true));
+        assert_eq!(
+            leader_switch(&json!({"env": [{"name": "STRIMZI_LEADER_ELECTION_ENABLED", "value": "true"}]})),
+            Some(true)
+        );
+        assert_eq!(
+            leader_switch(&json!({"env": [{"name": "STATECRAFT_LEADER_ELECTION", "value": "false"}]})),
+            Some(false)
+        );
+        assert_eq!(leader_switch(&json!({"args": ["--metrics-bind-address=:8080"]})), None);
+    }
+
+    /// Lease rights without a visible switch pass (controller-runtime operators often turn
+    /// election on in a configuration file); a switch turned off does not.
+    #[test]
+    fn lease_rights_are_leader_election_unless_it_is_switched_off() {
+        let mut c = locked_down_container();
+        c.as_object_mut().unwrap().remove("args");
+        let results = operator_checks(&[workload("Deployment", c.clone()), lease_role()]);
+        assert_eq!(by_id(&results, "deploy.leader-election").status, CheckStatus::Pass);
+        c["args"] = json!(["--leader-elect=false"]);
+        let results = operator_checks(&[workload("Deployment", c), lease_role()]);
+        assert_eq!(
+            by_id(&results, "deploy.leader-election").findings,
+            ["Deployment w (w.yaml:1): leader election is switched off by a flag or variable"]
+        );
     }
 
     #[test]

@@ -5,59 +5,147 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::crd::spec_fields;
 use super::rbac::{grants, operator_roles};
-use super::{CheckResult, cap, plural};
-use crate::manifests::{Manifests, Object};
+use super::{CheckResult, cap, plural, str_list};
+use crate::manifests::{self, Manifests, Object};
 
 const SEVERITIES: &[&str] = &["critical", "warning", "info"];
+
+/// CRD fields through which users ask the operator for monitors of the operand.
+const METRICS_FIELDS: &[&str] = &[
+    "metrics",
+    "metricsConfig",
+    "monitoring",
+    "serviceMonitor",
+    "podMonitor",
+    "prometheus",
+    "exporter",
+    "metricsExporter",
+    "kafkaExporter",
+];
+
+/// The operator's right to create `resource` of `group` (objects it makes at run time), as a
+/// form for a finding: `the operator may create prometheusrules`.
+fn may_create(install: &[Object], group: &str, resources: &[&str]) -> Option<String> {
+    let roles = operator_roles(install);
+    let found: Vec<&str> = resources.iter().copied().filter(|r| grants(&roles, &[group], r, &["create"])).collect();
+    (!found.is_empty()).then(|| format!("the operator may create {}", found.join(" and ")))
+}
+/// CRD fields through which users ask the operator for alert rules.
+const ALERT_FIELDS: &[&str] = &["prometheusRule", "prometheusRules", "alerts", "alertRules", "alerting"];
+/// CRD fields through which users ask the operator for dashboards.
+const DASHBOARD_FIELDS: &[&str] = &["grafanaDashboard", "grafanaDashboards", "dashboard", "dashboards"];
 
 pub(super) fn checks(install: &[Object], shipped: &Manifests, runbook_root: Option<&Path>) -> Vec<CheckResult> {
     let mut out = vec![metrics(install)];
     out.extend(alerts(install, runbook_root));
-    let roles = operator_roles(install);
-    out.push(if grants(&roles, &["", "events.k8s.io"], "events", &["create"]) {
-        CheckResult::new("events.rbac", "create on events is granted", Vec::new())
-    } else {
-        CheckResult::fail("events.rbac", "no Role grants create on events (core or events.k8s.io)")
-    });
-    let dashboards: Vec<_> = shipped.dashboards.iter().filter(|d| d.panels > 0).collect();
-    out.push(if dashboards.is_empty() {
-        CheckResult::fail("dashboard.present", "no Grafana dashboard (JSON with panels) ships")
-    } else {
-        let names: Vec<String> =
-            dashboards.iter().map(|d| format!("\"{}\" ({} panels, {})", d.title, d.panels, d.source)).collect();
-        CheckResult::new("dashboard.present", names.join("; "), Vec::new())
-    });
+    out.push(events(install));
+    out.push(dashboards(install, shipped));
     out
 }
 
+/// Events: the operator's RBAC is complete in a bundle, so no right to create Events is
+/// positive evidence that it emits none.
+fn events(install: &[Object]) -> CheckResult {
+    let roles = operator_roles(install);
+    if roles.is_empty() {
+        CheckResult::not_assessable("events.rbac", "no Role or ClusterRole ships for the operator")
+    } else if grants(&roles, &["", "events.k8s.io"], "events", &["create"]) {
+        CheckResult::new("events.rbac", "create on events is granted", Vec::new())
+    } else {
+        CheckResult::fail("events.rbac", "no Role of the operator grants create on events (core or events.k8s.io)")
+    }
+}
+
+fn dashboards(install: &[Object], shipped: &Manifests) -> CheckResult {
+    // Dashboards among the CSV's examples are in the install objects only.
+    let from_examples = install.iter().skip(shipped.objects.len()).flat_map(manifests::dashboards_in);
+    let dashboards: Vec<_> =
+        shipped.dashboards.iter().cloned().chain(from_examples).filter(|d| d.panels > 0 || !d.embedded).collect();
+    let mut forms: Vec<String> = dashboards
+        .iter()
+        .map(|d| {
+            if d.embedded {
+                format!("\"{}\" ({} panels, {})", d.title, d.panels, d.source)
+            } else {
+                format!("GrafanaDashboard {} ({}, referenced)", d.title, d.source)
+            }
+        })
+        .collect();
+    forms.extend(spec_fields(install, DASHBOARD_FIELDS));
+    forms.extend(may_create(install, "grafana.integreatly.org", &["grafanadashboards"]));
+    if forms.is_empty() {
+        CheckResult::not_assessable(
+            "dashboard.present",
+            "no Grafana dashboard among the manifests or examples, and no CRD field for one",
+        )
+    } else {
+        CheckResult::new("dashboard.present", forms.join("; "), Vec::new())
+    }
+}
+
+/// Whether a command-line argument or variable turns on a metrics endpoint
+/// (`--metrics-bind-address=:8080`, `--metrics-addr`, `METRICS_PORT`, not `=0`).
+fn metrics_switch(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    lower.contains("metrics") && !lower.ends_with("=0") && !lower.ends_with("=false")
+}
+
+/// Metrics in the forms operators expose them: a container port named for metrics, a
+/// `--metrics-*` flag or `*METRICS*` variable, `prometheus.io/scrape`, a Service whose name
+/// or ports say metrics, a PodMonitor/ServiceMonitor (shipped or among the examples), or
+/// CRD fields through which the operator creates monitors for the operand. None of these is
+/// "not shown", not a contradiction: an operator may serve metrics without saying so.
 fn metrics(install: &[Object]) -> CheckResult {
-    let monitors: Vec<String> = install
+    let mut forms: Vec<String> = install
         .iter()
         .filter(|o| o.is("monitoring.coreos.com", "PodMonitor") || o.is("monitoring.coreos.com", "ServiceMonitor"))
         .map(Object::describe)
         .collect();
-    let mut ports = Vec::new();
     for d in install.iter().filter(|o| o.is("apps", "Deployment")) {
         let template = &d.value["spec"]["template"];
         if template["metadata"]["annotations"]["prometheus.io/scrape"] == "true" {
-            ports.push(format!("{} (prometheus.io/scrape)", d.describe()));
+            forms.push(format!("{} (prometheus.io/scrape)", d.describe()));
         }
         for c in template["spec"]["containers"].as_array().into_iter().flatten() {
             for p in c["ports"].as_array().into_iter().flatten() {
-                if p["name"].as_str().is_some_and(|n| n.contains("metrics")) {
-                    ports.push(format!("{} port {}", d.describe(), p["name"].as_str().unwrap_or_default()));
+                if let Some(name) = p["name"].as_str().filter(|n| n.contains("metrics") || n.contains("prom")) {
+                    forms.push(format!("{} port {name}", d.describe()));
                 }
+            }
+            let args = str_list(&c["args"]).into_iter().chain(str_list(&c["command"]));
+            if let Some(flag) = args.into_iter().find(|a| a.starts_with("--") && metrics_switch(a)) {
+                forms.push(format!("{} flag {flag}", d.describe()));
+            }
+            let env = c["env"].as_array().into_iter().flatten();
+            if let Some(e) = env.into_iter().find(|e| {
+                e["name"].as_str().is_some_and(|n| n.to_ascii_uppercase().contains("METRICS"))
+                    && metrics_switch(&format!("metrics={}", e["value"].as_str().unwrap_or_default()))
+            }) {
+                forms.push(format!("{} variable {}", d.describe(), e["name"].as_str().unwrap_or_default()));
             }
         }
     }
-    if monitors.is_empty() && ports.is_empty() {
-        return CheckResult::fail(
+    for svc in install.iter().filter(|o| o.is("", "Service")) {
+        let port_named = svc.value["spec"]["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["name"].as_str().is_some_and(|n| n.contains("metrics")));
+        if port_named || svc.name().contains("metrics") {
+            forms.push(svc.describe());
+        }
+    }
+    forms.extend(spec_fields(install, METRICS_FIELDS));
+    forms.extend(may_create(install, "monitoring.coreos.com", &["servicemonitors", "podmonitors"]));
+    if forms.is_empty() {
+        return CheckResult::not_assessable(
             "metrics.endpoint",
-            "no container port named *metrics*, no prometheus.io/scrape annotation, no PodMonitor or ServiceMonitor",
+            "no metrics port, flag or variable, no prometheus.io/scrape, no metrics Service or monitor, no CRD field for monitors",
         );
     }
-    CheckResult::new("metrics.endpoint", [ports, monitors].concat().join("; "), Vec::new())
+    CheckResult::new("metrics.endpoint", forms.join("; "), Vec::new())
 }
 
 struct Alert<'a> {
@@ -82,13 +170,25 @@ fn alerts(install: &[Object], runbook_root: Option<&Path>) -> Vec<CheckResult> {
         })
         .collect();
     if alerts.is_empty() {
-        let why = if rule_objects.is_empty() {
-            "no PrometheusRule ships".to_string()
+        let mut fields = spec_fields(install, ALERT_FIELDS);
+        fields.extend(may_create(install, "monitoring.coreos.com", &["prometheusrules"]));
+        let rules = if rule_objects.is_empty() {
+            "no PrometheusRule among the manifests or examples".to_string()
         } else {
             format!("{} without alerting rules", plural(rule_objects.len(), "PrometheusRule", "PrometheusRules"))
         };
+        if !fields.is_empty() {
+            let why = format!("{rules}; alert rules made at run time: {}", fields.join(", "));
+            let later = "the alert rules are created at run time";
+            return vec![
+                CheckResult::new("alerts.present", why, Vec::new()),
+                CheckResult::not_assessable("alerts.severity", later),
+                CheckResult::not_assessable("alerts.runbooks", later),
+            ];
+        }
+        let why = format!("{rules}, no CRD field for alert rules, no right to create them");
         return vec![
-            CheckResult::fail("alerts.present", why.clone()),
+            CheckResult::not_assessable("alerts.present", why.clone()),
             CheckResult::not_assessable("alerts.severity", why.clone()),
             CheckResult::not_assessable("alerts.runbooks", why),
         ];
@@ -205,9 +305,81 @@ mod tests {
         let results = alerts(&objects, None);
         assert_eq!(by_id(&results, "alerts.severity").findings.len(), 2);
         assert_eq!(by_id(&results, "alerts.runbooks").findings.len(), 2);
+        // No rules: not shown (the operator may create them), not failed.
         let none = alerts(&[], None);
-        assert_eq!(by_id(&none, "alerts.present").findings, ["no PrometheusRule ships"]);
+        let present = by_id(&none, "alerts.present");
+        assert_eq!(present.status, CheckStatus::NotAssessable);
+        assert!(present.detail.starts_with("no PrometheusRule among the manifests or examples"), "{}", present.detail);
         assert_eq!(by_id(&none, "alerts.runbooks").status, CheckStatus::NotAssessable);
+    }
+
+    fn crd_with_spec(props: Value) -> Object {
+        Object::built(
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "dbs.example.com"},
+                   "spec": {"group": "example.com", "versions": [{"name": "v1", "served": true, "schema": {"openAPIV3Schema": {
+                       "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}}]}}),
+            "crd.yaml",
+        )
+    }
+
+    #[test]
+    fn alert_rules_the_operator_creates_from_its_crd_are_alerts() {
+        let crd = crd_with_spec(
+            json!({"monitoring": {"type": "object", "properties": {"prometheusRule": {"type": "object"}}}}),
+        );
+        let results = alerts(&[crd], None);
+        let present = by_id(&results, "alerts.present");
+        assert_eq!(present.status, CheckStatus::Pass);
+        assert!(present.detail.contains("CRD dbs.example.com: .spec.monitoring.prometheusRule"), "{}", present.detail);
+        assert_eq!(by_id(&results, "alerts.severity").status, CheckStatus::NotAssessable);
+    }
+
+    /// The forms real operators expose metrics in.
+    #[test]
+    fn metrics_are_recognised_in_every_form() {
+        let deployment = |container: Value| {
+            Object::built(
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "op"},
+                       "spec": {"template": {"spec": {"containers": [container]}}}}),
+                "op.yaml",
+            )
+        };
+        let status = |objects: &[Object]| metrics(objects).status;
+        assert_eq!(
+            status(&[deployment(json!({"name": "m", "ports": [{"name": "http", "containerPort": 80}]}))]),
+            CheckStatus::NotAssessable
+        );
+        assert_eq!(
+            status(&[deployment(json!({"name": "m", "args": ["--metrics-bind-address=:8443"]}))]),
+            CheckStatus::Pass
+        );
+        assert_eq!(
+            status(&[deployment(json!({"name": "m", "args": ["--metrics-bind-address=0"]}))]),
+            CheckStatus::NotAssessable
+        );
+        assert_eq!(
+            status(&[deployment(json!({"name": "m", "ports": [{"name": "metrics", "containerPort": 8080}]}))]),
+            CheckStatus::Pass
+        );
+        let service = Object::built(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "controller-manager-metrics-service"},
+                   "spec": {"ports": [{"name": "https", "port": 8443}]}}),
+            "svc.yaml",
+        );
+        assert_eq!(status(&[service]), CheckStatus::Pass);
+        let crd = crd_with_spec(json!({"metrics": {"type": "object", "properties": {"enabled": {"type": "boolean"}}}}));
+        assert_eq!(metrics(&[crd]).detail, "CRD dbs.example.com: .spec.metrics");
+    }
+
+    #[test]
+    fn events_need_the_right_to_create_them_when_rbac_ships() {
+        assert_eq!(events(&[]).status, CheckStatus::NotAssessable);
+        let role = Object::built(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "op"},
+                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+            "role.yaml",
+        );
+        assert_eq!(events(&[role]).status, CheckStatus::Fail);
     }
 
     #[test]

@@ -35,7 +35,7 @@ fn esc(text: &str) -> String {
 fn level_colour(s: LevelStatus) -> &'static str {
     match s {
         LevelStatus::Confirmed => GREEN,
-        LevelStatus::Partial => AMBER,
+        LevelStatus::Partial | LevelStatus::Unproven => AMBER,
         LevelStatus::Failed => RED,
         LevelStatus::NotClaimed => GREY,
     }
@@ -180,20 +180,48 @@ fn operator(out: &mut String, op: &OperatorReport) {
     let earned = op.earned_capabilities.map_or("none yet".to_string(), |c| format!("<strong>{}</strong>", esc(c)));
     let _ = writeln!(out, "<p>OperatorHub <code>capabilities</code> earned: {earned}</p>");
     if let Some(a) = &op.assessment {
-        let (verdict, colour) = match a.verdict {
-            Verdict::Consistent => ("consistent", GREEN),
-            Verdict::Unproven => ("unproven", AMBER),
-            Verdict::Contradicted => ("contradicted", RED),
-            Verdict::NotDeclared => ("not declared", GREY),
+        let colour = match a.verdict {
+            Verdict::Supported => GREEN,
+            Verdict::NotShown => AMBER,
+            Verdict::Contradicted => RED,
+            Verdict::NotDeclared => GREY,
         };
         let _ = writeln!(
             out,
-            "<p>CSV {}: declares <strong>{}</strong>; manifests evidence level {} — <span class=\"chip\" style=\"background:{colour}\">{verdict}</span></p><p>{}</p>",
+            "<p>CSV {}: declares <strong>{}</strong></p><p>Capability: <span class=\"chip\" style=\"background:{colour}\">{}</span> {}</p><p>OperatorHub value earned from static evidence: <strong>{}</strong></p><p>Hygiene: {}</p>",
             a.csv.as_deref().map_or("none".into(), |c| format!("<code>{}</code>", esc(c))),
             a.declared_annotation.as_deref().map_or("nothing".into(), esc),
-            a.evidenced,
-            esc(&a.summary)
+            a.verdict.label(),
+            esc(&a.summary),
+            a.earned_from_static.unwrap_or("none"),
+            esc(&a.hygiene.summary)
         );
+        for e in &a.bundle_errors {
+            let _ = writeln!(out, "<p class=\"finding fail\">Bundle error: {}</p>", esc(e));
+        }
+        for n in &a.needs_run {
+            let hints = n.hints.iter().map(|h| format!(" (hint: {})", esc(h))).collect::<String>();
+            let _ = writeln!(
+                out,
+                "<p class=\"evidence\">Needs a run: <code>{}</code>: {}{hints}</p>",
+                n.criterion,
+                esc(n.why)
+            );
+        }
+        for s in a.skipped.iter().filter(|s| !s.error) {
+            let _ = writeln!(out, "<p class=\"evidence\">Skipped {}: {}</p>", esc(&s.source), esc(&s.reason));
+        }
+        for c in a.hygiene.checks.iter().filter(|c| c.result.status == CheckStatus::Fail) {
+            for f in &c.result.findings {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"finding fail\">Hygiene ({}) <code>{}</code>: {}</p>",
+                    c.severity.label(),
+                    c.result.id,
+                    esc(f)
+                );
+            }
+        }
     } else {
         let _ = writeln!(
             out,
@@ -250,7 +278,24 @@ fn operator(out: &mut String, op: &OperatorReport) {
         }
         let _ = writeln!(out, "</td></tr>");
     }
-    let _ = writeln!(out, "</tbody></table></section>");
+    let _ = writeln!(out, "</tbody></table>");
+    if let Some(n) = op.next.as_ref().filter(|n| !n.pending.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<p>Next: <code>{}</code> runs the e2e tests that prove the claimed criteria waiting for a run:</p><ul>",
+            esc(&n.command)
+        );
+        for c in &n.pending {
+            let tests = if c.tests.is_empty() {
+                "no e2e test records it yet".to_string()
+            } else {
+                c.tests.iter().map(|t| format!("<code>{}</code>", esc(t))).collect::<Vec<_>>().join(", ")
+            };
+            let _ = writeln!(out, "<li><code>{}</code>: {tests}</li>", c.criterion);
+        }
+        let _ = writeln!(out, "</ul>");
+    }
+    let _ = writeln!(out, "</section>");
 }
 
 #[cfg(test)]

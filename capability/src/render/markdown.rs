@@ -50,19 +50,48 @@ fn operator(out: &mut String, op: &OperatorReport) {
         0 => "no level confirmed".to_string(),
         n => format!("level {n}"),
     };
-    let _ = writeln!(out, "## {} — {level}\n", cell(op.title()));
-    let earned = op.earned_capabilities.map_or("none yet".to_string(), |c| format!("**{c}**"));
-    let _ = writeln!(out, "OperatorHub `capabilities` earned: {earned}\n");
+    if op.assessment.is_none() {
+        let _ = writeln!(out, "## {} — {level}\n", cell(op.title()));
+        let earned = op.earned_capabilities.map_or("none yet".to_string(), |c| format!("**{c}**"));
+        let _ = writeln!(out, "OperatorHub `capabilities` earned: {earned}\n");
+    } else {
+        let _ = writeln!(out, "## {}\n", cell(op.title()));
+    }
     if let Some(a) = &op.assessment {
         let _ = writeln!(
             out,
-            "CSV: {} · declares: {} · manifests evidence level {} · verdict: **{}**\n\n{}\n",
+            "CSV: {} · declares: {}\n\n- **Capability: {}.** {}\n- OperatorHub value earned from static evidence: {}\n- **Hygiene:** {}\n",
             a.csv.as_deref().map_or("none".into(), |c| format!("`{}`", cell(c))),
             a.declared_annotation.as_deref().map_or("nothing".into(), |d| format!("`{d}`")),
-            a.evidenced,
-            serde_json::to_value(a.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
-            cell(&a.summary)
+            a.verdict.label(),
+            cell(&a.summary),
+            a.earned_from_static.map_or("none".into(), |e| format!("**{e}**")),
+            cell(&a.hygiene.summary)
         );
+        if !a.bundle_errors.is_empty() {
+            let lines: Vec<String> = a.bundle_errors.iter().map(|e| format!("- {}", cell(e))).collect();
+            let _ = writeln!(out, "Bundle errors:\n\n{}\n", lines.join("\n"));
+        }
+        if !a.needs_run.is_empty() {
+            let lines: Vec<String> = a
+                .needs_run
+                .iter()
+                .map(|n| {
+                    let hints = n.hints.iter().map(|h| format!(" Hint: {}.", cell(h))).collect::<String>();
+                    format!("- `{}`: {}{hints}", n.criterion, cell(n.why))
+                })
+                .collect();
+            let _ = writeln!(out, "Needs a run:\n\n{}\n", lines.join("\n"));
+        }
+        let skipped: Vec<String> = a
+            .skipped
+            .iter()
+            .filter(|s| !s.error)
+            .map(|s| format!("- {}: {}", cell(&s.source), cell(&s.reason)))
+            .collect();
+        if !skipped.is_empty() {
+            let _ = writeln!(out, "Skipped (not Kubernetes objects):\n\n{}\n", skipped.join("\n"));
+        }
     } else {
         let _ = writeln!(
             out,
@@ -139,6 +168,43 @@ fn operator(out: &mut String, op: &OperatorReport) {
         .collect();
     if !findings.is_empty() {
         let _ = writeln!(out, "\n### Static findings\n\n{}", findings.join("\n"));
+    }
+    if let Some(n) = op.next.as_ref().filter(|n| !n.pending.is_empty()) {
+        let lines: Vec<String> = n
+            .pending
+            .iter()
+            .map(|c| {
+                let tests = if c.tests.is_empty() {
+                    "no e2e test records it yet".to_string()
+                } else {
+                    c.tests.iter().map(|t| format!("`{}`", cell(t))).collect::<Vec<_>>().join(", ")
+                };
+                format!("- `{}`: {tests}", c.criterion)
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "\n### Next: `{}`\n\nThe claimed criteria waiting for a run, and the tests that prove them:\n\n{}",
+            n.command,
+            lines.join("\n")
+        );
+    }
+    if let Some(a) = &op.assessment {
+        let hygiene: Vec<String> = a
+            .hygiene
+            .checks
+            .iter()
+            .filter(|c| c.result.status == crate::checks::CheckStatus::Fail)
+            .flat_map(|c| {
+                c.result
+                    .findings
+                    .iter()
+                    .map(move |f| format!("- {} `{}`: {}", c.severity.label(), c.result.id, cell(f)))
+            })
+            .collect();
+        if !hygiene.is_empty() {
+            let _ = writeln!(out, "\n### Hygiene findings\n\n{}", hygiene.join("\n"));
+        }
     }
     let _ = writeln!(out);
 }

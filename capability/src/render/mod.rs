@@ -235,6 +235,13 @@ pub(crate) mod tests {
                 current_records: 2,
                 code_fingerprint: Some(fp.into()),
                 assessment: None,
+                next: Some(crate::next::Next {
+                    command: "make e2e E2E_FILTER=mysql_".into(),
+                    pending: vec![crate::next::Pending {
+                        criterion: "L3.backup",
+                        tests: vec!["mysql_backup_and_restore".into()],
+                    }],
+                }),
             }],
         }
     }

@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use super::{figures, outcome_mark, record_context, shown_checks, status_mark};
 use crate::checks::CheckStatus;
-use crate::report::{OperatorReport, Report, ReportKind, Verdict};
+use crate::next::Next;
+use crate::report::{Assessment, OperatorReport, Report, ReportKind, Verdict};
 use crate::score::{LevelStatus, Status};
 
 /// ANSI styling that disappears when colour is off.
@@ -33,6 +34,7 @@ impl Paint {
         match s {
             LevelStatus::Confirmed => self.wrap("1;32", text),
             LevelStatus::Partial => self.wrap("33", text),
+            LevelStatus::Unproven => self.wrap("33", text),
             LevelStatus::Failed => self.wrap("1;31", text),
             LevelStatus::NotClaimed => self.dim(text),
         }
@@ -80,35 +82,22 @@ pub(super) fn render(report: &Report, color: bool) -> String {
 }
 
 fn operator(out: &mut String, op: &OperatorReport, p: Paint) {
-    let earned = op.earned_capabilities.map_or("none yet".to_string(), |c| format!("\"{c}\""));
-    let level = match op.level {
-        0 => "no level confirmed".to_string(),
-        n => format!("level {n}"),
-    };
-    let _ = writeln!(
-        out,
-        "\n{} {}  {}  OperatorHub capabilities earned: {}",
-        p.bold("■"),
-        p.bold(op.title()),
-        p.bold(&level),
-        earned
-    );
     if let Some(a) = &op.assessment {
-        let declared = a.declared_annotation.as_deref().map_or("none".to_string(), |d| format!("\"{d}\""));
-        let verdict = match a.verdict {
-            Verdict::Consistent => p.wrap("32", "consistent"),
-            Verdict::Unproven => p.wrap("33", "unproven"),
-            Verdict::Contradicted => p.wrap("1;31", "contradicted"),
-            Verdict::NotDeclared => p.dim("not declared"),
+        assessment(out, op, a, p);
+    } else {
+        let earned = op.earned_capabilities.map_or("none yet".to_string(), |c| format!("\"{c}\""));
+        let level = match op.level {
+            0 => "no level confirmed".to_string(),
+            n => format!("level {n}"),
         };
         let _ = writeln!(
             out,
-            "  CSV {}: declares {declared}; manifests evidence level {}: {verdict}",
-            a.csv.as_deref().unwrap_or("none"),
-            a.evidenced
+            "\n{} {}  {}  OperatorHub capabilities earned: {}",
+            p.bold("■"),
+            p.bold(op.title()),
+            p.bold(&level),
+            earned
         );
-        let _ = writeln!(out, "  {}", a.summary);
-    } else {
         let _ = writeln!(
             out,
             "  claims {} criteria · {} evidence records, {} about the current code",
@@ -177,6 +166,112 @@ fn operator(out: &mut String, op: &OperatorReport, p: Paint) {
                 let _ = writeln!(out, "        {mark} {}: {f}", check.id);
             }
         }
+        // An assessment also says what was found for the checks that pass (which metrics,
+        // which dashboards), so that a reader can judge the verdict.
+        if op.assessment.is_some() && c.claimed {
+            for check in c.checks.iter().filter(|r| r.status == CheckStatus::Pass) {
+                let _ = writeln!(out, "        {} {}: {}", p.wrap("32", "✓"), check.id, p.dim(&check.detail));
+            }
+        }
+    }
+    if let Some(a) = &op.assessment {
+        hygiene(out, a, p);
+    }
+    if let Some(n) = &op.next {
+        next(out, n, p);
+    }
+}
+
+/// What earns the claimed criteria not confirmed yet: the tests, and the command.
+fn next(out: &mut String, n: &Next, p: Paint) {
+    if n.pending.is_empty() {
+        return;
+    }
+    let runnable = n.pending.iter().filter(|c| !c.tests.is_empty()).count();
+    let _ = writeln!(
+        out,
+        "
+  {} `{}` runs the e2e tests that prove {runnable} of the {} claimed criteria waiting for a run:",
+        p.bold("NEXT:"),
+        n.command,
+        n.pending.len()
+    );
+    for c in &n.pending {
+        let tests = if c.tests.is_empty() { p.dim("no e2e test records it yet") } else { c.tests.join(", ") };
+        let _ = writeln!(out, "    {}{tests}", pad(c.criterion, 26));
+    }
+}
+
+/// The head of an assessment: the two judgements, what static evidence earns, what needs a
+/// run, the bundle's errors and what was skipped.
+fn assessment(out: &mut String, op: &OperatorReport, a: &Assessment, p: Paint) {
+    let declared = a.declared_annotation.as_deref().map_or("no level".to_string(), |d| format!("\"{d}\""));
+    let _ = writeln!(out, "\n{} {}  declares {declared}", p.bold("■"), p.bold(op.title()));
+    let _ = writeln!(out, "  CSV {}", a.csv.as_deref().unwrap_or("none"));
+    let verdict = match a.verdict {
+        Verdict::Supported => p.wrap("32", a.verdict.label()),
+        Verdict::NotShown => p.wrap("33", a.verdict.label()),
+        Verdict::Contradicted => p.wrap("1;31", a.verdict.label()),
+        Verdict::NotDeclared => p.dim(a.verdict.label()),
+    };
+    let _ = writeln!(out, "  {} {verdict}: {}", p.bold("capability:"), a.summary);
+    let earned = a.earned_from_static.map_or("none".to_string(), |c| format!("\"{c}\""));
+    let _ = writeln!(out, "  {} {earned}", p.bold("OperatorHub value earned from static evidence:"));
+    let grade = if a.hygiene.high + a.hygiene.medium + a.hygiene.low == 0 {
+        p.wrap("32", &a.hygiene.summary)
+    } else {
+        p.wrap("33", &a.hygiene.summary)
+    };
+    let _ = writeln!(out, "  {} {grade}", p.bold("hygiene:"));
+    if !a.bundle_errors.is_empty() {
+        let _ = writeln!(out, "\n  {}", p.bold(&format!("BUNDLE ERRORS ({})", a.bundle_errors.len())));
+        for e in &a.bundle_errors {
+            let _ = writeln!(out, "    {} {e}", p.wrap("31", "✗"));
+        }
+    }
+    if !a.needs_run.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  {}",
+            p.bold(&format!("NEEDS A RUN ({} criteria: a bundle cannot show them)", a.needs_run.len()))
+        );
+        for n in &a.needs_run {
+            let _ = writeln!(out, "    {}{}", pad(n.criterion, 26), p.dim(n.why));
+            for h in &n.hints {
+                let _ = writeln!(out, "    {}{}", pad("", 26), format_args!("hint: {h}"));
+            }
+        }
+    }
+    let skipped: Vec<_> = a.skipped.iter().filter(|s| !s.error).collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "\n  {}", p.bold(&format!("SKIPPED ({} not Kubernetes objects)", skipped.len())));
+        for s in skipped {
+            let _ = writeln!(out, "    {} {}: {}", p.dim("·"), s.source, p.dim(&s.reason));
+        }
+    }
+}
+
+/// The hygiene checks that failed or could not be judged, most severe first.
+fn hygiene(out: &mut String, a: &Assessment, p: Paint) {
+    let shown: Vec<_> = a.hygiene.checks.iter().filter(|c| c.result.status != CheckStatus::Pass).collect();
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n  {}",
+        p.bold(&format!("{}{}{}", pad("  HYGIENE CHECK", 36), pad("SEVERITY", 16), "FINDINGS"))
+    );
+    for c in shown {
+        let (mark, sev) = match c.result.status {
+            CheckStatus::Fail => (p.wrap("31", "✗"), c.severity.label().to_string()),
+            _ => (p.wrap("33", "?"), "not assessable".to_string()),
+        };
+        let first = c.result.findings.first().unwrap_or(&c.result.detail);
+        let _ = writeln!(out, "  {mark} {}{}{first}", pad(c.result.id, 33), pad(&sev, 16));
+        for f in c.result.findings.iter().skip(1) {
+            let _ = writeln!(out, "    {}{f}", pad("", 49));
+        }
     }
 }
 
@@ -206,6 +301,11 @@ mod tests {
         assert!(text.contains("L3.switchover                     ? Claimed but unproven  e2e"), "{text}");
         assert!(text.contains("✗ operand.pdb: StatefulSet db (sample): no PodDisruptionBudget"), "{text}");
         assert!(text.contains("L3.pitr (optional)"), "{text}");
+        assert!(
+            text.contains("NEXT: `make e2e E2E_FILTER=mysql_` runs the e2e tests that prove 1 of the 1 claimed"),
+            "{text}"
+        );
+        assert!(text.contains("L3.backup                 mysql_backup_and_restore"), "{text}");
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn the_report_confirms_from_current_evidence_and_gates_on_the_level() {
     let base = ["report", "--root", &root, "--evidence", &ev, "--operator", "mysql", "--color", "never"];
 
     let report = json(&run(&[&base[..], &["--format", "json"]].concat()));
-    assert_eq!(report["format"], 1);
+    assert_eq!(report["format"], statecraft_capability::report::REPORT_FORMAT);
     assert_eq!(report["inputs"]["evidence_records"], 5);
     let ops = report["operators"].as_array().unwrap();
     assert_eq!(ops.len(), 1, "--operator narrows the report");

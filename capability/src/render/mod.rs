@@ -257,7 +257,7 @@ pub(crate) mod tests {
     fn json_is_stable_and_complete() {
         let json: serde_json::Value =
             serde_json::from_str(&render(&sample_report(), Format::Json, false).unwrap()).unwrap();
-        assert_eq!(json["format"], 1);
+        assert_eq!(json["format"], REPORT_FORMAT);
         assert_eq!(json["kind"], "workspace");
         let op = &json["operators"][0];
         assert_eq!(op["name"], "mysql");

@@ -487,7 +487,8 @@ async fn mysql_fault_primary_isolated_from_everything() -> TestResult {
 /// comes back. The lagging replica lacks the latest acknowledged commits and the restarted
 /// one may have lost them: promoting either could lose them, so the operator must refuse
 /// (`ReplicaRestartedBeforeFailover`, or `NotEnoughReplicasForSafeFailover` while the
-/// restarted server is still down) and keep the primary until it answers again, 20 s
+/// restarted server is still down, `PodCrashLooping` once the kubelet backs its restarts
+/// off) and keep the primary until it answers again, 20 s
 /// later. Checked: no failover and at least one such refusal Event; no acknowledged write
 /// lost; replicas identical.
 #[tokio::test]
@@ -497,7 +498,10 @@ async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() 
         "mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down",
         "iptables DROP between the primary and one replica (both directions) for 2 s while 4 clients insert rows one at a time through the read-write Service, so the other replica alone acknowledges; then SIGSTOP of the primary's mysql container and SIGKILL of that replica's, for 20 s; then SIGCONT and the partition healed; write unavailability is the longest time between two acknowledged inserts after the partition started; Failover and refusal Events counted; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::For(Duration::from_secs(20)),
-        &NoFailover { waits: &[REPLICA_RESTARTED, "NotEnoughReplicasForSafeFailover"] },
+        // While the killed server is down, the refusal is NotEnoughReplicasForSafeFailover,
+        // named after the pod's own problem once the kubelet backs off its restarts (a
+        // second kill within 10 min): PodCrashLooping.
+        &NoFailover { waits: &[REPLICA_RESTARTED, "NotEnoughReplicasForSafeFailover", "PodCrashLooping"] },
         async |db, primary| {
             let replicas: Vec<String> = (0..3).map(|i| format!("{}-{i}", db.name)).filter(|m| m != primary).collect();
             let (lagging, advanced) = (db.pod(&replicas[0])?, db.pod(&replicas[1])?);

@@ -44,7 +44,7 @@ demo: deps ## what Statecraft can show so far (see README)
 	@scripts/demo.sh
 	@$(CARGO) run -q --locked -p statecraft-capability -- report
 
-manifests: ## regenerate crds/ and deploy/<operator>/ from the operators' `crd` and `manifests` subcommands
+manifests: ## regenerate crds/ and deploy/<operator>/ (install manifests, claims, sample objects) from the operators' subcommands
 	@scripts/gen-manifests.sh
 
 fmt: ## format the code

@@ -49,12 +49,13 @@ pub enum Error {
         /// What it should have been.
         what: &'static str,
     },
-    /// The objects of an operator's sample custom resource could not be built.
-    #[error("sample objects of {operator}: {message}")]
-    Sample {
-        /// The operator.
-        operator: String,
-        /// What failed.
+    /// A file one of Statecraft's operators writes for this crate (`make manifests`:
+    /// `deploy/<operator>/capabilities.json`, `sample-objects.yaml`) is missing or wrong.
+    #[error("{}: {message} (run `make manifests`)", path.display())]
+    Artifact {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
         message: String,
     },
     /// A command-line argument names something unknown.

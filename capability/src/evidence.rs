@@ -65,6 +65,17 @@ pub struct Record {
     /// Why `code_fingerprint` is null, or anything else the recorder wants a reader to know.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How long the test ran, from the e2e guard's `Evidence::start` to its record, in
+    /// seconds: what the report's NEXT block adds up to say about how long a run takes.
+    ///
+    /// Optional, and no format bump: a record written before the field existed still loads
+    /// (its test counts as not timed yet), and nothing else changed meaning. A bump would
+    /// make this build refuse all the format-1 evidence already recorded. The cost: an
+    /// older build of this crate refuses records that carry the field (`unknown field
+    /// duration_seconds`, with file and line), loudly rather than misreading them, which
+    /// only happens when an older checkout's report reads newer local `results/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
 }
 
 /// A record and where it was read from.
@@ -308,6 +319,7 @@ pub(crate) mod tests {
             time: "2026-11-29T12:00:00Z".into(),
             figures: serde_json::json!({"failover_seconds": 1.5}),
             note: None,
+            duration_seconds: Some(95.5),
         }
     }
 
@@ -356,6 +368,21 @@ pub(crate) mod tests {
         assert!(err.contains("unknown field `criterion`"), "{err}");
         let err = load_error(&good.replace(r#""criteria":["L3.failover"]"#, r#""criteria":[]"#));
         assert!(err.contains("names no criterion"), "{err}");
+    }
+
+    /// Records written before `duration_seconds` existed still load, without one.
+    #[test]
+    fn records_without_a_duration_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut old = record(&["L3.failover"], Outcome::Passed, None);
+        old.duration_seconds = None;
+        let line = serde_json::to_string(&old).unwrap();
+        assert!(!line.contains("duration"), "{line}");
+        std::fs::write(dir.path().join("mysql.jsonl"), format!("{line}\n")).unwrap();
+        let loaded = load_dir(dir.path(), &["mysql"]).unwrap();
+        assert_eq!(loaded[0].record, old);
+        let with = serde_json::to_string(&record(&["L3.failover"], Outcome::Passed, None)).unwrap();
+        assert!(with.contains(r#""duration_seconds":95.5"#), "{with}");
     }
 
     #[test]

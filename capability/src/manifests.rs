@@ -17,7 +17,7 @@ use crate::{Error, Result};
 /// Where an object came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
-    /// The file (or, for built objects, a description such as `sample MySQLCluster`).
+    /// The file (or, for objects made in-process, a description of where they came from).
     pub path: PathBuf,
     /// 1-based line where the object's document starts.
     pub line: usize,
@@ -39,7 +39,7 @@ pub struct Object {
 }
 
 impl Object {
-    /// An object that was built in-process (no file), e.g. from a sample resource.
+    /// An object made in-process (no file), e.g. by a test; `origin` stands for the file.
     pub fn built(value: Value, origin: &str) -> Object {
         Object { value, source: Source { path: PathBuf::from(origin), line: 1 } }
     }

@@ -6,11 +6,17 @@
 //! `e2e/tests/<operator>/`), where each starts its evidence record with
 //! `evidence("<test>", &["L3.backup", ...])`: the same call that later writes the record, so
 //! the list cannot drift from what the tests record.
+//!
+//! How long the command takes is estimated from the evidence records themselves: each
+//! records its test's `duration_seconds`, and the estimate adds up the last passed run of
+//! every test the command runs (a failed run may have stopped early). Tests that never
+//! passed with a duration recorded are named instead of guessed.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::evidence::{Located, Outcome};
 use crate::score::{CriterionScore, Status};
 use crate::{Error, Result};
 
@@ -41,6 +47,69 @@ pub struct Next {
     pub command: String,
     /// The claimed criteria not confirmed that a run could prove (failed ones included).
     pub pending: Vec<Pending>,
+    /// About how long the command's tests take, from their recorded runs.
+    pub duration: Duration,
+}
+
+/// About how long [`Next::command`] takes: the sum of the last passed run of each test it
+/// runs. The command runs two tests at a time (`--test-threads=2`) after starting the
+/// cluster and building, so its wall-clock time is roughly between half this and this,
+/// plus the start-up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Duration {
+    /// Seconds the tests with a recorded run took, added up; `None` when no test has one.
+    pub recorded_seconds: Option<f64>,
+    /// How many tests that sum covers.
+    pub recorded_tests: usize,
+    /// The tests with no passed run recorded yet (their time is unknown).
+    pub unrecorded: Vec<String>,
+}
+
+impl Duration {
+    /// "about 12 min of test time over 8 tests (2 more not timed yet)", or "no run with a
+    /// recorded duration yet".
+    pub fn describe(&self) -> String {
+        let Some(seconds) = self.recorded_seconds else {
+            return "no run with a recorded duration yet".to_string();
+        };
+        let time = if seconds < 90.0 { format!("{seconds:.0} s") } else { format!("{:.0} min", seconds / 60.0) };
+        let tests = if self.recorded_tests == 1 { "test" } else { "tests" };
+        let mut out = format!("about {time} of test time over {} {tests}", self.recorded_tests);
+        if !self.unrecorded.is_empty() {
+            out.push_str(&format!(" ({} more not timed yet)", self.unrecorded.len()));
+        }
+        out
+    }
+}
+
+/// The [`Duration`] of running `tests`, from `records` (the operator's evidence).
+pub fn duration(tests: &[E2eTest], records: &[Located]) -> Duration {
+    let mut names: Vec<&str> = Vec::new();
+    for t in tests {
+        if !names.contains(&t.name.as_str()) {
+            names.push(&t.name);
+        }
+    }
+    let mut total = None;
+    let mut recorded_tests = 0;
+    let mut unrecorded = Vec::new();
+    for name in names {
+        // The newest passed run with a duration; times are RFC 3339 in UTC, validated on load.
+        let last = records
+            .iter()
+            .map(|r| &r.record)
+            .filter(|r| r.test == name && r.result == Outcome::Passed)
+            .filter_map(|r| Some((chrono::DateTime::parse_from_rfc3339(&r.time).ok()?, r.duration_seconds?)))
+            .max_by_key(|(time, _)| *time);
+        match last {
+            Some((_, seconds)) => {
+                total = Some(total.unwrap_or(0.0) + seconds);
+                recorded_tests += 1;
+            }
+            None => unrecorded.push(name.to_string()),
+        }
+    }
+    Duration { recorded_seconds: total, recorded_tests, unrecorded }
 }
 
 /// The tests of `operator` that record evidence, in source order.
@@ -99,8 +168,9 @@ fn parse(text: &str, file: &str) -> Vec<E2eTest> {
     out
 }
 
-/// What earns `operator`'s claimed criteria that are not confirmed and need a run.
-pub fn next(operator: &str, criteria: &[CriterionScore], tests: &[E2eTest]) -> Next {
+/// What earns `operator`'s claimed criteria that are not confirmed and need a run, and about
+/// how long the command takes (it runs all of `tests`), from `records`.
+pub fn next(operator: &str, criteria: &[CriterionScore], tests: &[E2eTest], records: &[Located]) -> Next {
     let pending = criteria
         .iter()
         .filter(|c| c.claimed && c.status != Status::Confirmed && c.criterion.verification.has_e2e())
@@ -113,7 +183,7 @@ pub fn next(operator: &str, criteria: &[CriterionScore], tests: &[E2eTest]) -> N
                 .collect(),
         })
         .collect();
-    Next { command: format!("make e2e E2E_FILTER={operator}_"), pending }
+    Next { command: format!("make e2e E2E_FILTER={operator}_"), pending, duration: duration(tests, records) }
 }
 
 #[cfg(test)]
@@ -154,6 +224,47 @@ async fn b() {
                 },
             ]
         );
+    }
+
+    fn test(name: &str) -> E2eTest {
+        E2eTest { name: name.into(), criteria: vec!["L3.failover".into()], source: "e2e/tests/mysql.rs:1".into() }
+    }
+
+    fn run(name: &str, result: Outcome, time: &str, seconds: Option<f64>) -> Located {
+        let mut record = crate::evidence::tests::record(&["L3.failover"], result, None);
+        record.test = name.into();
+        record.time = time.into();
+        record.duration_seconds = seconds;
+        Located { record, path: "mysql.jsonl".into(), line: 1 }
+    }
+
+    #[test]
+    fn the_duration_adds_up_the_last_passed_run_of_each_test() {
+        let tests = [test("mysql_a"), test("mysql_b"), test("mysql_c"), test("mysql_d")];
+        let records = [
+            run("mysql_a", Outcome::Passed, "2026-11-29T10:00:00Z", Some(100.0)),
+            run("mysql_a", Outcome::Passed, "2026-11-30T10:00:00Z", Some(120.0)),
+            run("mysql_a", Outcome::Passed, "2026-11-28T10:00:00Z", Some(999.0)),
+            run("mysql_b", Outcome::Passed, "2026-11-29T10:00:00Z", Some(60.0)),
+            run("mysql_b", Outcome::Failed, "2026-11-30T10:00:00Z", Some(5.0)),
+            // A record from before durations were recorded, and a failed run only.
+            run("mysql_c", Outcome::Passed, "2026-11-29T10:00:00Z", None),
+            run("mysql_d", Outcome::Failed, "2026-11-29T10:00:00Z", Some(30.0)),
+        ];
+        let d = duration(&tests, &records);
+        assert_eq!(d.recorded_seconds, Some(180.0));
+        assert_eq!(d.recorded_tests, 2);
+        assert_eq!(d.unrecorded, ["mysql_c", "mysql_d"]);
+        assert_eq!(d.describe(), "about 3 min of test time over 2 tests (2 more not timed yet)");
+        let short = duration(&tests[1..2], &records);
+        assert_eq!(short.describe(), "about 60 s of test time over 1 test");
+    }
+
+    #[test]
+    fn without_records_the_duration_says_so() {
+        let d = duration(&[test("mysql_a")], &[]);
+        assert_eq!(d, Duration { recorded_seconds: None, recorded_tests: 0, unrecorded: vec!["mysql_a".into()] });
+        assert_eq!(d.describe(), "no run with a recorded duration yet");
     }
 
     /// The real test files: every operator with e2e tests has some, and each names criteria

@@ -1,187 +1,183 @@
-//! Statecraft's own operators: their claims, where their shipped files are, and the objects
-//! they build for a sample custom resource.
+//! Statecraft's own operators, read from what they write, never from their code.
 //!
-//! Why in-process: the claims are the operators' own `Operator::capabilities()` and the
-//! sample objects come from the operators' own pure builders (`statecraft_mysql::build`),
-//! so the report can never check a copy that drifted from the code. The builders' output
-//! is serialized to JSON and goes through exactly the checks `assess` runs on third-party
-//! manifests, so there is one implementation of each check. The CRDs, RBAC and Deployment
-//! are read from the files users install (`crds/`, `deploy/<operator>/`), which the e2e
-//! suite's manifest-freshness test keeps equal to what the binaries print.
+//! Each operator's binary writes, through the shared runner's subcommands and `make
+//! manifests` (`scripts/gen-manifests.sh`), everything the report needs into
+//! `deploy/<operator>/`: the install manifests (RBAC, Deployment), `capabilities.json` (the
+//! criteria it claims: `capabilities`) and `sample-objects.yaml` (the objects its own pure
+//! builders make for its sample resource: `sample-objects`); its CRDs go to `crds/`. The
+//! e2e suite's freshness test (`e2e/tests/manifests_up_to_date.rs`) fails when a file
+//! differs from what the code renders, so the report cannot check a copy that drifted.
+//!
+//! Why artifacts rather than linking the operators: this crate then depends on no operator
+//! crate, so it builds (and assesses third-party operators) without compiling any of them,
+//! and Statecraft's operators go through exactly the file-based path any other operator's
+//! manifests take, with one implementation of each check.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use statecraft_shared::runner::Operator;
+use serde::Deserialize;
 
 use crate::manifests::{self, Manifests, Object};
 use crate::{Error, Result};
 
-/// One of Statecraft's operators, as the report sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct StatecraftOperator {
-    /// Short name: `mysql` (directories, evidence file).
-    pub name: &'static str,
-    /// The binary and `Operator::NAME`: `statecraft-mysql`.
-    pub binary: &'static str,
-    /// The operator's claims (`Operator::capabilities`).
-    pub claims: fn() -> Vec<&'static str>,
-    /// Builds the objects of the operator's sample resource; `None` while the operator
-    /// defines no resources.
-    pub sample: Option<fn() -> Result<Vec<Object>>>,
-}
+/// Every Statecraft operator's short name (directories, evidence files), in report order.
+const NAMES: &[&str] = &["mysql", "etcd", "kafka"];
 
-/// Every Statecraft operator, in report order.
-pub fn all() -> Vec<StatecraftOperator> {
-    vec![
-        StatecraftOperator {
-            name: "mysql",
-            binary: statecraft_mysql::MysqlOperator::NAME,
-            claims: statecraft_mysql::MysqlOperator::capabilities,
-            sample: Some(mysql_sample),
-        },
-        StatecraftOperator {
-            name: "etcd",
-            binary: statecraft_etcd::EtcdOperator::NAME,
-            claims: statecraft_etcd::EtcdOperator::capabilities,
-            sample: Some(etcd_sample),
-        },
-        StatecraftOperator {
-            name: "kafka",
-            binary: statecraft_kafka::KafkaOperator::NAME,
-            claims: statecraft_kafka::KafkaOperator::capabilities,
-            sample: None,
-        },
-    ]
-}
+/// The claims file in `deploy/<operator>/`.
+pub const CLAIMS_FILE: &str = "capabilities.json";
+/// The sample objects file in `deploy/<operator>/`.
+pub const SAMPLE_FILE: &str = "sample-objects.yaml";
 
-/// The short names of [`all`].
+/// The short names of Statecraft's operators, in report order.
 pub fn names() -> Vec<&'static str> {
-    all().into_iter().map(|o| o.name).collect()
+    NAMES.to_vec()
+}
+
+/// What an operator claims, as its `capabilities` subcommand prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claims {
+    /// The binary and `Operator::NAME`: `statecraft-mysql`.
+    pub operator: String,
+    /// The criterion ids it claims.
+    pub claims: Vec<String>,
+}
+
+fn deploy_dir(root: &Path, operator: &str) -> PathBuf {
+    root.join("deploy").join(operator)
+}
+
+/// Reads `deploy/<operator>/capabilities.json`. It must name the operator
+/// (`statecraft-<operator>`): a file copied from another operator would otherwise score
+/// this one with foreign claims.
+pub fn claims(root: &Path, operator: &str) -> Result<Claims> {
+    let path = deploy_dir(root, operator).join(CLAIMS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::Artifact {
+        path: path.clone(),
+        message: format!("the operator's claims cannot be read: {e}"),
+    })?;
+    let claims: Claims = serde_json::from_str(&text)
+        .map_err(|e| Error::Artifact { path: path.clone(), message: format!("malformed claims: {e}") })?;
+    let binary = format!("statecraft-{operator}");
+    if claims.operator != binary {
+        return Err(Error::Artifact {
+            path,
+            message: format!("the claims of {:?}, expected those of {binary:?}", claims.operator),
+        });
+    }
+    Ok(claims)
+}
+
+/// The objects in `deploy/<operator>/sample-objects.yaml`; `None` when the operator builds
+/// none (it defines no resources yet). A missing file is an error: an operator that has
+/// objects would otherwise be scored as if it had none.
+pub fn sample(root: &Path, operator: &str) -> Result<Option<Vec<Object>>> {
+    let path = deploy_dir(root, operator).join(SAMPLE_FILE);
+    if !path.is_file() {
+        return Err(Error::Artifact { path, message: "the operator's sample objects are missing".into() });
+    }
+    let mut loaded = manifests::load_file(&path).strict()?;
+    relative_to(root, &mut loaded);
+    Ok(Some(loaded.objects).filter(|o| !o.is_empty()))
 }
 
 /// What `operator` ships, under the workspace `root`: `crds/<name>.yaml` and every YAML
 /// and JSON file in `deploy/<name>/` (RBAC and Deployment, alert rules, monitors,
-/// dashboards).
+/// dashboards) except the claims and sample objects, which are about the operator, not
+/// installed with it.
 pub fn shipped(root: &Path, operator: &str) -> Result<Manifests> {
     let mut out = Manifests::default();
     let crds = root.join("crds").join(format!("{operator}.yaml"));
     if crds.is_file() {
         out.extend(manifests::load_file(&crds).strict()?);
     }
-    let deploy = root.join("deploy").join(operator);
+    let deploy = deploy_dir(root, operator);
     if deploy.is_dir() {
-        out.extend(manifests::load_dir(&deploy)?.strict()?);
+        let mut loaded = manifests::load_dir(&deploy)?;
+        let about_the_operator = |path: &Path| {
+            path.parent() == Some(deploy.as_path())
+                && path.file_name().is_some_and(|n| n == CLAIMS_FILE || n == SAMPLE_FILE)
+        };
+        loaded.objects.retain(|o| !about_the_operator(&o.source.path));
+        loaded.dashboards.retain(|d| !about_the_operator(&d.source.path));
+        loaded.skipped.retain(|s| !about_the_operator(&s.path));
+        out.extend(loaded.strict()?);
     }
-    // Findings name files as the repository does (`deploy/mysql/operator.yaml:156`).
-    for source in out.objects.iter_mut().map(|o| &mut o.source).chain(out.dashboards.iter_mut().map(|d| &mut d.source))
-    {
+    relative_to(root, &mut out);
+    Ok(out)
+}
+
+/// Findings name files as the repository does (`deploy/mysql/operator.yaml:156`).
+fn relative_to(root: &Path, manifests: &mut Manifests) {
+    let sources = manifests.objects.iter_mut().map(|o| &mut o.source);
+    for source in sources.chain(manifests.dashboards.iter_mut().map(|d| &mut d.source)) {
         if let Ok(rel) = source.path.strip_prefix(root) {
             source.path = rel.to_path_buf();
         }
     }
-    Ok(out)
-}
-
-/// The sample MySQLCluster (`capability/samples/mysql-cluster.yaml`).
-pub const MYSQL_SAMPLE: &str = include_str!("../samples/mysql-cluster.yaml");
-
-/// The objects the MySQL operator builds for [`MYSQL_SAMPLE`]: StatefulSet, the three
-/// Services, the ConfigMap and the PodDisruptionBudget (the Secret of generated passwords
-/// is left out: nothing is checked on it).
-fn mysql_sample() -> Result<Vec<Object>> {
-    use statecraft_mysql::api::MySQLCluster;
-    use statecraft_mysql::build::{Names, config, pdb, services, statefulset};
-    let err = |message: String| Error::Sample { operator: "mysql".into(), message };
-    let cluster: MySQLCluster =
-        serde_yaml::from_str(MYSQL_SAMPLE).map_err(|e| err(format!("samples/mysql-cluster.yaml: {e}")))?;
-    let valid = statecraft_mysql::validate::validate(&cluster.spec)
-        .map_err(|e| err(format!("samples/mysql-cluster.yaml is not valid: {e}")))?;
-    let names = Names::new(
-        cluster.metadata.name.clone().unwrap_or_else(|| "sample".into()),
-        cluster.metadata.namespace.clone().unwrap_or_else(|| "sample".into()),
-    );
-    let origin = "sample MySQLCluster (capability/samples/mysql-cluster.yaml)";
-    let values = [
-        serde_json::to_value(statefulset::statefulset(&valid, &names)),
-        serde_json::to_value(services::headless_service(&names)),
-        serde_json::to_value(services::read_write_service(&valid, &names)),
-        serde_json::to_value(services::read_only_service(&valid, &names)),
-        serde_json::to_value(config::config_map(&valid, &names)),
-        serde_json::to_value(pdb::pdb(&names)),
-    ];
-    values
-        .into_iter()
-        .map(|v| v.map(|v| Object::built(v, origin)).map_err(|e| err(format!("serializing: {e}"))))
-        .collect()
-}
-
-/// The sample EtcdCluster (`capability/samples/etcd-cluster.yaml`).
-pub const ETCD_SAMPLE: &str = include_str!("../samples/etcd-cluster.yaml");
-
-/// The objects the etcd operator builds for [`ETCD_SAMPLE`] with all its members started:
-/// the StatefulSet at the spec's size, the Services and the PodDisruptionBudget.
-fn etcd_sample() -> Result<Vec<Object>> {
-    use statecraft_etcd::api::EtcdCluster;
-    use statecraft_etcd::build::statefulset::{RestoreParts, statefulset};
-    use statecraft_etcd::build::{Names, pdb, services};
-    let err = |message: String| Error::Sample { operator: "etcd".into(), message };
-    let cluster: EtcdCluster =
-        serde_yaml::from_str(ETCD_SAMPLE).map_err(|e| err(format!("samples/etcd-cluster.yaml: {e}")))?;
-    let valid = statecraft_etcd::validate::validate(&cluster.spec)
-        .map_err(|e| err(format!("samples/etcd-cluster.yaml is not valid: {e}")))?;
-    let names = Names::new(
-        cluster.metadata.name.clone().unwrap_or_else(|| "sample".into()),
-        cluster.metadata.namespace.clone().unwrap_or_else(|| "sample".into()),
-    );
-    let replicas = valid.spec.replicas.max(1) as u32;
-    let origin = "sample EtcdCluster (capability/samples/etcd-cluster.yaml)";
-    let values = [
-        serde_json::to_value(statefulset(&valid, &names, replicas, RestoreParts::default())),
-        serde_json::to_value(services::peer_service(&names)),
-        serde_json::to_value(services::client_service(&names)),
-        serde_json::to_value(pdb::pdb(&names, replicas)),
-    ];
-    values
-        .into_iter()
-        .map(|v| v.map(|v| Object::built(v, origin)).map_err(|e| err(format!("serializing: {e}"))))
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn the_etcd_sample_builds_a_statefulset_and_its_pdb() {
-        let objects = etcd_sample().expect("the sample is valid");
-        let kinds: Vec<_> = objects.iter().map(|o| (o.kind().to_string(), o.group().to_string())).collect();
-        assert!(kinds.contains(&("StatefulSet".into(), "apps".into())), "{kinds:?}");
-        assert!(kinds.contains(&("PodDisruptionBudget".into(), "policy".into())), "{kinds:?}");
-        assert_eq!(objects[0].name(), "sample");
-    }
     use super::*;
 
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    /// The objects the MySQL and etcd operators build for their samples, as `make
+    /// manifests` wrote them: a StatefulSet named after the sample and its
+    /// PodDisruptionBudget, with file and line for findings; Kafka builds none yet.
     #[test]
-    fn the_mysql_sample_builds_a_statefulset_and_its_pdb() {
-        let objects = mysql_sample().expect("the sample is valid");
-        let kinds: Vec<_> = objects.iter().map(|o| (o.kind().to_string(), o.group().to_string())).collect();
-        assert!(kinds.contains(&("StatefulSet".into(), "apps".into())), "{kinds:?}");
-        assert!(kinds.contains(&("PodDisruptionBudget".into(), "policy".into())), "{kinds:?}");
-        assert_eq!(objects[0].name(), "sample");
+    fn the_samples_hold_a_statefulset_and_its_pdb() {
+        for operator in ["mysql", "etcd"] {
+            let objects = sample(&root(), operator).unwrap().expect("sample objects");
+            let kinds: Vec<_> = objects.iter().map(|o| (o.kind().to_string(), o.group().to_string())).collect();
+            assert!(kinds.contains(&("StatefulSet".into(), "apps".into())), "{operator}: {kinds:?}");
+            assert!(kinds.contains(&("PodDisruptionBudget".into(), "policy".into())), "{operator}: {kinds:?}");
+            assert_eq!(objects[0].name(), "sample");
+            assert_eq!(objects[0].source.path, Path::new("deploy").join(operator).join(SAMPLE_FILE));
+        }
+        assert!(sample(&root(), "kafka").unwrap().is_none());
     }
 
     #[test]
     fn every_claim_of_every_operator_is_in_the_model() {
-        for op in all() {
-            for id in (op.claims)() {
-                assert!(crate::model::criterion(id).is_some(), "{} claims unknown {id}", op.name);
+        for op in names() {
+            let claims = claims(&root(), op).unwrap();
+            assert_eq!(claims.operator, format!("statecraft-{op}"));
+            for id in &claims.claims {
+                assert!(crate::model::criterion(id).is_some(), "{op} claims unknown {id}");
             }
         }
+        assert!(!claims(&root(), "mysql").unwrap().claims.is_empty());
+    }
+
+    /// The claims and sample objects are not part of what an operator installs.
+    #[test]
+    fn shipped_leaves_out_the_files_about_the_operator() {
+        let shipped = shipped(&root(), "mysql").unwrap();
+        let files: Vec<_> = shipped.objects.iter().map(|o| o.source.path.clone()).collect();
+        assert!(files.iter().any(|f| f.ends_with("operator.yaml")), "{files:?}");
+        assert!(!files.iter().any(|f| f.ends_with(SAMPLE_FILE)), "{files:?}");
+        assert!(!shipped.objects.iter().any(|o| o.is("apps", "StatefulSet")));
     }
 
     #[test]
-    fn names_and_binaries_agree() {
-        for op in all() {
-            assert_eq!(op.binary, format!("statecraft-{}", op.name));
-        }
+    fn wrong_or_missing_artifacts_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let deploy = dir.path().join("deploy/mysql");
+        std::fs::create_dir_all(&deploy).unwrap();
+        let err = sample(dir.path(), "mysql").unwrap_err().to_string();
+        assert!(err.contains("deploy/mysql/sample-objects.yaml: the operator's sample objects are missing"), "{err}");
+        let err = claims(dir.path(), "mysql").unwrap_err().to_string();
+        assert!(err.contains("deploy/mysql/capabilities.json: the operator's claims cannot be read"), "{err}");
+        assert!(err.ends_with("(run `make manifests`)"), "{err}");
+        std::fs::write(deploy.join(CLAIMS_FILE), r#"{"operator":"statecraft-etcd","claims":[]}"#).unwrap();
+        let err = claims(dir.path(), "mysql").unwrap_err().to_string();
+        assert!(err.contains("the claims of \"statecraft-etcd\", expected those of \"statecraft-mysql\""), "{err}");
+        std::fs::write(deploy.join(CLAIMS_FILE), r#"{"operator":"statecraft-mysql","claim":[]}"#).unwrap();
+        let err = claims(dir.path(), "mysql").unwrap_err().to_string();
+        assert!(err.contains("malformed claims: unknown field `claim`"), "{err}");
     }
 }

@@ -228,7 +228,6 @@ pub struct WorkspaceOptions {
 
 /// Scores Statecraft's operators.
 pub fn workspace(opts: &WorkspaceOptions) -> Result<Report> {
-    let all = operators::all();
     let names = operators::names();
     for name in &opts.only {
         if !names.contains(&name.as_str()) {
@@ -250,21 +249,31 @@ pub fn workspace(opts: &WorkspaceOptions) -> Result<Report> {
         }
     };
     let mut out = Vec::new();
-    for op in all.iter().filter(|o| opts.only.is_empty() || opts.only.iter().any(|n| n == o.name)) {
-        let claims = score::validate_claims(op.binary, &(op.claims)())?;
-        let shipped = operators::shipped(&opts.root, op.name)?;
-        let sample = op.sample.map(|build| build()).transpose()?;
+    for &name in names.iter().filter(|&&n| opts.only.is_empty() || opts.only.iter().any(|o| o == n)) {
+        let declared = operators::claims(&opts.root, name)?;
+        let ids: Vec<&str> = declared.claims.iter().map(String::as_str).collect();
+        let claims = score::validate_claims(&declared.operator, &ids)?;
+        let shipped = operators::shipped(&opts.root, name)?;
+        let sample = operators::sample(&opts.root, name)?;
         let results =
             checks::run(&Inputs { shipped: &shipped, operand: sample.as_deref(), runbook_root: Some(&opts.root) });
-        let fingerprint = evidence::fingerprint(&opts.root, op.name)?.hash;
-        let mine: Vec<Located> = records.iter().filter(|r| r.record.operator == op.name).cloned().collect();
+        let fingerprint = evidence::fingerprint(&opts.root, name)?.hash;
+        let mine: Vec<Located> = records.iter().filter(|r| r.record.operator == name).cloned().collect();
         let criteria = score::score_criteria(&claims, &results, &mine, Some(&fingerprint));
         let current =
             mine.iter().filter(|r| r.record.code_fingerprint.as_deref() == Some(fingerprint.as_str())).count();
-        let tests = next::e2e_tests(&opts.root, op.name)?;
-        let next = next::next(op.name, &criteria, &tests);
-        let mut report =
-            operator_report(op.name, Some(op.binary), claims, criteria, mine.len(), current, Some(fingerprint), None);
+        let tests = next::e2e_tests(&opts.root, name)?;
+        let next = next::next(name, &criteria, &tests, &mine);
+        let mut report = operator_report(
+            name,
+            Some(&declared.operator),
+            claims,
+            criteria,
+            mine.len(),
+            current,
+            Some(fingerprint),
+            None,
+        );
         report.next = Some(next);
         out.push(report);
     }

@@ -52,6 +52,7 @@ fn record(test: &str, criteria: &[&str], result: Outcome, fingerprint: &str) -> 
         time: "2026-11-29T23:47:10Z".into(),
         figures: serde_json::json!({"seconds": 2.5}),
         note: None,
+        duration_seconds: Some(300.0),
     }
 }
 
@@ -79,6 +80,38 @@ fn mysql_evidence(dir: &Path) {
     for r in &records {
         evidence::append(dir, r).expect("append");
     }
+}
+
+/// The NEXT block adds up the recorded durations of the tests its command runs, and counts
+/// the ones with no run recorded.
+#[test]
+fn next_says_how_long_its_command_takes_from_recorded_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = statecraft_capability::next::e2e_tests(&root(), "mysql").expect("the e2e tests");
+    let mut names: Vec<&str> = tests.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    // A real test that proves a claimed criterion, passed on older code so the NEXT block
+    // still lists it: its 300 s are the whole recorded time.
+    let test = &tests.iter().find(|t| t.criteria.iter().any(|c| c == "L3.failover")).expect("a failover test").name;
+    evidence::append(dir.path(), &record(test, &["L3.failover"], Outcome::Passed, "sha256:older-code")).unwrap();
+    let root = root().display().to_string();
+    let ev = dir.path().display().to_string();
+    let base = ["report", "--root", &root, "--evidence", &ev, "--operator", "mysql", "--color", "never"];
+    let report = json(&run(&[&base[..], &["--format", "json"]].concat()));
+    let duration = &report["operators"][0]["next"]["duration"];
+    assert_eq!(duration["recorded_seconds"], 300.0, "{duration}");
+    assert_eq!(duration["recorded_tests"], 1);
+    assert_eq!(duration["unrecorded"].as_array().unwrap().len(), names.len() - 1);
+    let text = stdout(&run(&base));
+    let expected = format!("about 5 min of test time over 1 test ({} more not timed yet)", names.len() - 1);
+    assert!(text.contains(&expected), "{text}");
+
+    // Without evidence: no estimate, said as such.
+    let empty = tempfile::tempdir().unwrap();
+    let ev = empty.path().display().to_string();
+    let base = ["report", "--root", &root, "--evidence", &ev, "--operator", "mysql", "--color", "never"];
+    assert!(stdout(&run(&base)).contains("how long:                 no run with a recorded duration yet"));
 }
 
 fn criterion<'a>(op: &'a Value, id: &str) -> &'a Value {

@@ -39,6 +39,7 @@ fn record(test: &str, criteria: &[&str], result: Outcome, fingerprint: &str) -> 
         time: "2026-11-29T23:47:10Z".into(),
         figures: serde_json::json!({"first_write_seconds": 1.5}),
         note: None,
+        duration_seconds: None,
     }
 }
 

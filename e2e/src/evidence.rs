@@ -21,6 +21,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use statecraft_capability::evidence::{self as capability, FORMAT, Outcome, Record};
 
@@ -98,6 +99,8 @@ pub struct Evidence {
     root: PathBuf,
     dir: PathBuf,
     recorded: bool,
+    /// When the test started: the record's `duration_seconds`.
+    started: Instant,
     /// How the commit is found (`git` in the workspace; a stub in unit tests).
     commit_of: fn(&Path) -> (String, bool),
 }
@@ -130,6 +133,7 @@ impl Evidence {
             root,
             dir: evidence_dir(),
             recorded: false,
+            started: Instant::now(),
             commit_of: git_state,
         })
     }
@@ -171,6 +175,8 @@ impl Evidence {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             figures,
             note,
+            // Tenths of a second: enough for an estimate, and stable to read.
+            duration_seconds: Some((self.started.elapsed().as_secs_f64() * 10.0).round() / 10.0),
         }
     }
 
@@ -230,6 +236,7 @@ mod tests {
             root: dir.to_path_buf(),
             dir: dir.join("evidence"),
             recorded: false,
+            started: Instant::now(),
             commit_of: |_| ("0123abc".into(), true),
         }
     }
@@ -256,6 +263,16 @@ mod tests {
         assert_eq!((rs[0].commit.as_str(), rs[0].dirty), ("0123abc", true));
         assert_eq!(rs[1].result, Outcome::Failed);
         assert_eq!(rs[1].figures["panicked"], false);
+    }
+
+    #[test]
+    fn the_record_says_how_long_the_test_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ev = guard(dir.path(), None);
+        ev.started -= std::time::Duration::from_secs(90);
+        ev.pass(serde_json::Value::Null);
+        let seconds = records(dir.path())[0].duration_seconds.expect("a duration");
+        assert!((90.0..120.0).contains(&seconds), "{seconds}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - `job`: run one of the operator's Job tasks (backup, restore) inside a Job's pod;
 //! - `copy-self`: copy the binary into a volume shared with another image's container;
 //! - `capabilities`: print the capability criteria the operator claims, as JSON.
+//! - `sample-objects`: print the objects the operator builds for its sample resource.
 //!
 //! Every flag can also be set from an environment variable (shown in `--help`), which is
 //! how the Deployment in `deploy/` configures the operator.
@@ -65,6 +66,10 @@ pub enum Command {
     /// (`{"operator": NAME, "claims": [ids]}`): what `statecraft-capability` checks against
     /// static checks and e2e evidence.
     Capabilities,
+    /// Print, as YAML, the objects the operator builds for its sample resource (StatefulSet,
+    /// Services, PodDisruptionBudget...): what `statecraft-capability` checks, from
+    /// `deploy/<operator>/sample-objects.yaml`, without linking the operator's code.
+    SampleObjects,
 }
 
 /// Log output format.
@@ -203,6 +208,9 @@ mod tests {
         let cli = Cli::try_parse_from(["op", "capabilities"]).expect("valid command line");
         assert!(matches!(cli.command, Command::Capabilities));
         assert!(Cli::try_parse_from(["op", "capabilities", "extra"]).is_err());
+        let cli = Cli::try_parse_from(["op", "sample-objects"]).expect("valid command line");
+        assert!(matches!(cli.command, Command::SampleObjects));
+        assert!(Cli::try_parse_from(["op", "sample-objects", "extra"]).is_err());
     }
 
     #[test]

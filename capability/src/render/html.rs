@@ -293,7 +293,7 @@ fn operator(out: &mut String, op: &OperatorReport) {
             };
             let _ = writeln!(out, "<li><code>{}</code>: {tests}</li>", c.criterion);
         }
-        let _ = writeln!(out, "</ul>");
+        let _ = writeln!(out, "</ul><p>How long: {}.</p>", esc(&n.duration.describe()));
     }
     let _ = writeln!(out, "</section>");
 }
@@ -316,5 +316,6 @@ mod tests {
         assert_eq!(html.matches("<g><title>L").count(), 5);
         assert!(html.contains("<span class=\"chip confirmed\">✓ Confirmed</span>"));
         assert!(html.contains("<code>mysql_fails_over</code> passed"));
+        assert!(html.contains("<p>How long: about 25 min of test time over 7 tests"), "{html}");
     }
 }

@@ -184,9 +184,10 @@ fn operator(out: &mut String, op: &OperatorReport) {
             .collect();
         let _ = writeln!(
             out,
-            "\n### Next: `{}`\n\nThe claimed criteria waiting for a run, and the tests that prove them:\n\n{}",
+            "\n### Next: `{}`\n\nThe claimed criteria waiting for a run, and the tests that prove them:\n\n{}\n\nHow long: {}.",
             n.command,
-            lines.join("\n")
+            lines.join("\n"),
+            n.duration.describe()
         );
     }
     if let Some(a) = &op.assessment {
@@ -225,6 +226,7 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| `L3.pitr` (optional) | – Not claimed |"), "{md}");
+        assert!(md.contains("How long: about 25 min of test time over 7 tests (1 more"), "{md}");
         assert!(md.contains("- `operand.pdb` (L3.pdb): StatefulSet db (sample): no PodDisruptionBudget selects its pods &lt;script&gt;"), "{md}");
         // Every table row has the same number of cells as its header.
         for line in md.lines().filter(|l| l.starts_with("| `L")) {

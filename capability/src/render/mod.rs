@@ -179,6 +179,7 @@ pub(crate) mod tests {
                 figures: serde_json::json!({"first_write_seconds": 1.503948, "acknowledged_writes_lost": 0,
                                             "method": "a long description that the table leaves out"}),
                 note: None,
+                duration_seconds: None,
             },
             path: "results/evidence/mysql.jsonl".into(),
             line: 1,
@@ -241,6 +242,11 @@ pub(crate) mod tests {
                         criterion: "L3.backup",
                         tests: vec!["mysql_backup_and_restore".into()],
                     }],
+                    duration: crate::next::Duration {
+                        recorded_seconds: Some(1500.0),
+                        recorded_tests: 7,
+                        unrecorded: vec!["mysql_backup_and_restore".into()],
+                    },
                 }),
             }],
         }
@@ -278,5 +284,7 @@ pub(crate) mod tests {
         assert_eq!(by_id("L3.switchover")["status"], "claimed-unproven");
         assert_eq!(by_id("L5.auto-tuning")["status"], "not-claimed");
         assert_eq!(by_id("L3.pdb")["checks"][0]["status"], "fail");
+        assert_eq!(op["next"]["duration"]["recorded_seconds"], 1500.0);
+        assert_eq!(op["next"]["duration"]["unrecorded"][0], "mysql_backup_and_restore");
     }
 }

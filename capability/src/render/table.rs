@@ -200,6 +200,7 @@ fn next(out: &mut String, n: &Next, p: Paint) {
         let tests = if c.tests.is_empty() { p.dim("no e2e test records it yet") } else { c.tests.join(", ") };
         let _ = writeln!(out, "    {}{tests}", pad(c.criterion, 26));
     }
+    let _ = writeln!(out, "    {}{}", pad("how long:", 26), n.duration.describe());
 }
 
 /// The head of an assessment: the two judgements, what static evidence earns, what needs a
@@ -306,6 +307,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("L3.backup                 mysql_backup_and_restore"), "{text}");
+        assert!(
+            text.contains("how long:                 about 25 min of test time over 7 tests (1 more not timed yet)"),
+            "{text}"
+        );
     }
 
     #[test]

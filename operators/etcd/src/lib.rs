@@ -26,7 +26,7 @@ use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::names::with_name_rule;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
-use statecraft_shared::runner::{Operator, Runtime};
+use statecraft_shared::runner::{Operator, Runtime, parse_sample, sample_object};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 
 use api::{EtcdBackup, EtcdCluster, EtcdRestore, GROUP};
@@ -132,4 +132,29 @@ impl Operator for EtcdOperator {
             "L5.auto-tuning",
         ]
     }
+
+    /// What the controllers apply for [`SAMPLE`] once all its members have started: the
+    /// StatefulSet at the spec's size, the peer and client Services and the
+    /// PodDisruptionBudget.
+    fn sample_objects() -> Result<Vec<serde_json::Value>> {
+        use build::statefulset::{RestoreParts, statefulset};
+        use build::{Names, pdb, services};
+        let cluster: EtcdCluster = parse_sample("operators/etcd/src/sample.yaml", SAMPLE)?;
+        let valid = validate::validate(&cluster.spec)?;
+        let names = Names::new(
+            cluster.metadata.name.clone().unwrap_or_else(|| "sample".into()),
+            cluster.metadata.namespace.clone().unwrap_or_else(|| "sample".into()),
+        );
+        let replicas = valid.spec.replicas.max(1) as u32;
+        Ok(vec![
+            sample_object(&statefulset(&valid, &names, replicas, RestoreParts::default()))?,
+            sample_object(&services::peer_service(&names))?,
+            sample_object(&services::client_service(&names))?,
+            sample_object(&pdb::pdb(&names, replicas))?,
+        ])
+    }
 }
+
+/// The sample EtcdCluster of [`EtcdOperator::sample_objects`] (3 members with resources
+/// set, as in production).
+pub const SAMPLE: &str = include_str!("sample.yaml");

@@ -49,7 +49,7 @@ use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::names::with_name_rule;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
-use statecraft_shared::runner::{Operator, Runtime};
+use statecraft_shared::runner::{Operator, Runtime, parse_sample, sample_object};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 
 use api::{GROUP, MySQLBackup, MySQLCluster, MySQLRestore};
@@ -172,7 +172,32 @@ impl Operator for MysqlOperator {
             "L5.auto-scaling",
         ]
     }
+
+    /// What the controllers apply for [`SAMPLE`]: the StatefulSet, the three Services, the
+    /// ConfigMap and the PodDisruptionBudget (the Secret of generated passwords is left
+    /// out: nothing is checked on it, and its values are random).
+    fn sample_objects() -> Result<Vec<serde_json::Value>> {
+        use build::{Names, config, pdb, services, statefulset};
+        let cluster: MySQLCluster = parse_sample("operators/mysql/src/sample.yaml", SAMPLE)?;
+        let valid = validate::validate(&cluster.spec)?;
+        let names = Names::new(
+            cluster.metadata.name.clone().unwrap_or_else(|| "sample".into()),
+            cluster.metadata.namespace.clone().unwrap_or_else(|| "sample".into()),
+        );
+        Ok(vec![
+            sample_object(&statefulset::statefulset(&valid, &names))?,
+            sample_object(&services::headless_service(&names))?,
+            sample_object(&services::read_write_service(&valid, &names))?,
+            sample_object(&services::read_only_service(&valid, &names))?,
+            sample_object(&config::config_map(&valid, &names))?,
+            sample_object(&pdb::pdb(&names))?,
+        ])
+    }
 }
+
+/// The sample MySQLCluster of [`MysqlOperator::sample_objects`] (3 MariaDB members with
+/// resources set, as in production).
+pub const SAMPLE: &str = include_str!("sample.yaml");
 
 #[cfg(test)]
 mod tests {

@@ -68,6 +68,27 @@ pub trait Operator: Send + Sync + 'static {
     fn capabilities() -> Vec<&'static str> {
         Vec::new()
     }
+
+    /// The objects the operator builds for its sample resource (a production-like custom
+    /// resource it ships, parsed with [`parse_sample`]), serialized with [`sample_object`]:
+    /// printed by the `sample-objects` subcommand and written to
+    /// `deploy/<operator>/sample-objects.yaml` by `make manifests`. `statecraft-capability`
+    /// checks them there (probes, resources, PodDisruptionBudget, spreading, security
+    /// context), which is why it needs no dependency on any operator crate. Operators that
+    /// define no resources keep the default: none.
+    fn sample_objects() -> Result<Vec<serde_json::Value>> {
+        Ok(Vec::new())
+    }
+}
+
+/// Parses an operator's sample resource (`what` names it in errors, e.g. `sample.yaml`).
+pub fn parse_sample<T: DeserializeOwned>(what: &str, yaml: &str) -> Result<T> {
+    serde_yaml::from_str(yaml).map_err(|e| Error::Permanent(format!("the sample resource {what}: {e}")))
+}
+
+/// One object of [`Operator::sample_objects`], as JSON.
+pub fn sample_object(object: &impl serde::Serialize) -> Result<serde_json::Value> {
+    serde_json::to_value(object).map_err(|e| Error::Permanent(format!("serializing a sample object: {e}")))
 }
 
 /// Shared state handed to the operator's controllers.
@@ -246,6 +267,13 @@ pub async fn main<O: Operator>() -> ExitCode {
             println!("{}", capabilities_json::<O>());
             ExitCode::SUCCESS
         }
+        Command::SampleObjects => match sample_objects_yaml::<O>() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
         Command::CopySelf { dest } => match copy_self(&dest) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
@@ -277,6 +305,29 @@ pub fn capabilities_json<O: Operator>() -> String {
     claims.dedup();
     // Serializing strings cannot fail.
     serde_json::to_string(&Claims { operator: O::NAME, claims }).unwrap_or_default()
+}
+
+/// What `sample-objects` prints: a comment saying what the file is, then each object of
+/// [`Operator::sample_objects`] as a YAML document (only the comment for an operator with
+/// none).
+pub fn sample_objects_yaml<O: Operator>() -> Result<String> {
+    let objects = O::sample_objects()?;
+    let mut out = format!(
+        "# The objects {name} builds for its sample resource, printed by\n\
+         # `{name} sample-objects` and written here by `make manifests`.\n\
+         # Not for installing: statecraft-capability checks them.\n",
+        name = O::NAME
+    );
+    if objects.is_empty() {
+        out.push_str("# None yet: the operator defines no resources.\n");
+    }
+    for object in objects {
+        let yaml =
+            serde_yaml::to_string(&object).map_err(|e| Error::Permanent(format!("rendering a sample object: {e}")))?;
+        out.push_str("---\n");
+        out.push_str(&yaml);
+    }
+    Ok(out)
 }
 
 /// Copies the running binary to `dest`, executable by everyone.

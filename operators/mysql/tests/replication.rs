@@ -84,8 +84,9 @@ impl Rig {
     /// One pass: gather, decide, perform; returns the decision.
     async fn pass(&mut self) -> Decision {
         let targets = self.targets();
+        let read_started = Instant::now();
         let members = gather(&self.dp, &targets, self.recorded, &mut self.streaks).await;
-        let restarted = self.restarts.observe(&members, self.recorded, Instant::now());
+        let restarted = self.restarts.observe(&members, self.recorded, read_started..Instant::now());
         let n = self.servers.len() as u32;
         let o = Observed {
             replicas: n,

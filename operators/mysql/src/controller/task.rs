@@ -166,8 +166,9 @@ async fn pass(ctx: &Context, name: &str, uid: &str, memory: &mut Memory) -> Resu
         request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(name, r));
 
     let listed = routed(&rt.client, &rt.namespace, &names, name).await?;
+    let read_started = Instant::now();
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
-    let restarted = memory.restarts.observe(&members, recorded, Instant::now());
+    let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
     let observed = Observed {
         replicas,

@@ -488,9 +488,8 @@ async fn mysql_fault_primary_isolated_from_everything() -> TestResult {
 /// one may have lost them: promoting either could lose them, so the operator must refuse
 /// (`ReplicaRestartedBeforeFailover`, or `NotEnoughReplicasForSafeFailover` while the
 /// restarted server is still down, `PodCrashLooping` once the kubelet backs its restarts
-/// off) and keep the primary until it answers again, 20 s
-/// later. Checked: no failover and at least one such refusal Event; no acknowledged write
-/// lost; replicas identical.
+/// off) and keep the primary until it answers again, 20 s later. Checked: no failover and
+/// at least one such refusal Event; no acknowledged write lost; replicas identical.
 #[tokio::test]
 #[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
 async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() -> TestResult {
@@ -517,8 +516,8 @@ async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() 
 }
 
 /// Fault: the API server stops for 60 s (SIGSTOP), once no other test runs (see
-/// `statecraft_e2e::outage`). The operator cannot renew its Lease,
-/// so it stops acting within the lease (fenced), and nothing in the data plane needs it:
+/// `statecraft_e2e::outage`). The operator cannot renew its Lease, so it stops acting
+/// within the lease (fenced), and nothing in the data plane needs it:
 /// the servers replicate and the Services' rules stay in kube-proxy, so clients keep
 /// writing. When the API returns, the operator takes its Lease again and finds the
 /// cluster as it left it. Checked: no failover; no acknowledged write lost; replicas

@@ -247,7 +247,7 @@ fn as_dashboard(value: &Value) -> Option<&Value> {
 }
 
 /// Splits a YAML stream at `---` lines, remembering where each document starts, so that
-/// a skipped document or a finding can name the line in the file (serde_yaml numbers
+/// a skipped document or a finding can name the line in the file (serde_norway numbers
 /// lines per document).
 fn load_yaml(path: &Path, text: &str, out: &mut Manifests) {
     let mut doc = String::new();
@@ -290,8 +290,8 @@ fn load_yaml(path: &Path, text: &str, out: &mut Manifests) {
 
 /// One YAML document as JSON, with merge keys (`<<: *defaults`) applied, as the API server's
 /// YAML decoder does.
-fn parse_yaml(doc: &str) -> std::result::Result<Value, serde_yaml::Error> {
-    let mut yaml: serde_yaml::Value = serde_yaml::from_str(doc)?;
+fn parse_yaml(doc: &str) -> std::result::Result<Value, serde_norway::Error> {
+    let mut yaml: serde_norway::Value = serde_norway::from_str(doc)?;
     yaml.apply_merge()?;
     serde_json::to_value(yaml).map_err(serde::de::Error::custom)
 }

@@ -1386,7 +1386,7 @@ async fn etcd_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let status: EtcdBackupStatus =
         wait_until(Duration::from_secs(300), "EtcdBackup first Succeeded or Failed", || async {
             let s = backups.get("first").await.ok()?.status?;
-            matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+            matches!(s.common.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
         })
         .await?;
     let backup_wall = asked.elapsed();
@@ -1394,23 +1394,24 @@ async fn etcd_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let later = c.put("after/backup", "x", None).await?.header().map_or(0, |h| h.revision());
     c.put("k/1", "changed after the backup", None).await?;
     eprintln!("backup: {status:?} in {backup_wall:?}");
-    assert_eq!(status.phase.as_deref(), Some("Succeeded"), "{status:?}");
-    let size = status.size.unwrap_or_default();
+    assert_eq!(status.common.phase.as_deref(), Some("Succeeded"), "{status:?}");
+    let size = status.common.size.unwrap_or_default();
     assert!(size > 32 << 20, "the snapshot holds the values: {size} bytes");
     let revision = status.revision.unwrap_or_default();
     assert!(revision >= last_revision && revision < later, "revision {revision} in [{last_revision}, {later})");
-    let sha = status.sha256.clone().unwrap_or_default();
+    let sha = status.common.sha256.clone().unwrap_or_default();
     assert!(sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()), "{status:?}");
-    assert!(status.key.as_deref().is_some_and(|k| !k.is_empty()), "{status:?}");
+    assert!(status.common.key.as_deref().is_some_and(|k| !k.is_empty()), "{status:?}");
     let from = status.member.clone().unwrap_or_default();
     assert!(db.status().await?.members.iter().any(|m| m.name == from), "taken from a member: {from:?}");
-    let url = status.location.clone().unwrap_or_default();
+    let url = status.common.location.clone().unwrap_or_default();
     let object = url.strip_prefix("s3://backups/").ok_or(format!("location {url} is in the bucket"))?;
     let path = s3.object_path("backups", object);
     assert_eq!(std::fs::metadata(&path)?.len(), size as u64, "the object has the recorded size");
     assert_eq!(file_sha256(&path).await?, sha, "the object has the recorded checksum");
-    let snapshot_seconds = seconds_between(status.start_time.as_deref(), status.completion_time.as_deref())
-        .ok_or(format!("start and completion times: {status:?}"))?;
+    let snapshot_seconds =
+        seconds_between(status.common.start_time.as_deref(), status.common.completion_time.as_deref())
+            .ok_or(format!("start and completion times: {status:?}"))?;
     let mib_per_second = (snapshot_seconds > 0.0).then(|| size as f64 / (1 << 20) as f64 / snapshot_seconds);
 
     // Restore into a new cluster.
@@ -1433,7 +1434,7 @@ async fn etcd_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let restore_seconds = restoring.elapsed();
     let copy_cluster = copy.api.get("copy").await?;
     let from_backup = copy_cluster.spec.bootstrap_from.as_ref().ok_or("the copy has spec.bootstrapFrom")?;
-    assert_eq!(Some(from_backup.key.as_str()), status.key.as_deref());
+    assert_eq!(Some(from_backup.key.as_str()), status.common.key.as_deref());
     assert_ne!(copy_status.cluster_id, db.status().await?.cluster_id, "a new cluster, not a member of the old one");
     let mut r = copy.client().await?;
     for (key, value) in &expected {
@@ -1505,7 +1506,7 @@ async fn etcd_scheduled_backups_run_on_time_and_expire() -> TestResult {
         let names: BTreeSet<String> = list
             .items
             .iter()
-            .filter(|b| b.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+            .filter(|b| b.status.as_ref().and_then(|s| s.common.phase.as_deref()) == Some("Succeeded"))
             .map(|b| b.name_any())
             .collect();
         Some((names, list.items.len()))

@@ -670,16 +670,16 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let backups: Api<MySQLBackup> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
     let status = wait_until(Duration::from_secs(300), "MySQLBackup first Succeeded or Failed", || async {
         let s = backups.get("first").await.ok()?.status?;
-        matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+        matches!(s.common.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
     })
     .await?;
     eprintln!("backup: {:?} in {:?}", status, started.elapsed());
-    assert_eq!(status.phase.as_deref(), Some("Succeeded"), "{status:?}");
-    let size = status.size.unwrap_or_default();
+    assert_eq!(status.common.phase.as_deref(), Some("Succeeded"), "{status:?}");
+    let size = status.common.size.unwrap_or_default();
     assert!(size > 300_000, "the dump holds the blob: {size} bytes");
     assert!(status.gtid_position.as_deref().is_some_and(|g| g.starts_with("0-")), "{status:?}");
-    assert!(status.sha256.as_deref().is_some_and(|s| s.len() == 64));
-    let url = status.location.clone().unwrap_or_default();
+    assert!(status.common.sha256.as_deref().is_some_and(|s| s.len() == 64));
+    let url = status.common.location.clone().unwrap_or_default();
     let key = url.strip_prefix("s3://backups/").ok_or("location is in the bucket")?;
     let stored = std::fs::metadata(s3.object_path("backups", key))?;
     assert_eq!(stored.len(), size as u64, "the object in S3 has the recorded size");
@@ -694,10 +694,10 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let restores: Api<MySQLRestore> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
     let rs = wait_until(Duration::from_secs(600), "MySQLRestore again Succeeded or Failed", || async {
         let s = restores.get("again").await.ok()?.status?;
-        matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+        matches!(s.common.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
     })
     .await?;
-    assert_eq!(rs.phase.as_deref(), Some("Succeeded"), "{rs:?}");
+    assert_eq!(rs.common.phase.as_deref(), Some("Succeeded"), "{rs:?}");
     let mut c = Conn::new(primary_opts(&db.cluster, &db.ns.name, "copy").await?).await?;
     assert_eq!(checksum(&mut c).await?, source_sums, "identical data in the restored cluster");
     // Every server of the copy has it (replication), not only its primary.
@@ -873,7 +873,7 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
         let names: Vec<String> = list
             .items
             .iter()
-            .filter(|b| b.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+            .filter(|b| b.status.as_ref().and_then(|s| s.common.phase.as_deref()) == Some("Succeeded"))
             .map(|b| b.name_any())
             .collect();
         Some((names, list.items.len()))
@@ -892,7 +892,7 @@ async fn mysql_scheduled_backups_run_on_time_and_expire() -> TestResult {
             let list = backups.list(&Default::default()).await.ok()?;
             list.items.iter().find_map(|b| {
                 let s = b.status.as_ref()?;
-                (s.phase.as_deref() == Some("Succeeded") && b.name_any() != first)
+                (s.common.phase.as_deref() == Some("Succeeded") && b.name_any() != first)
                     .then(|| s.binlogs.clone().map(|a| (b.name_any(), a)))?
             })
         })
@@ -1087,10 +1087,10 @@ async fn mysql_point_in_time_restore_replays_archived_binlogs_up_to_the_second()
             db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&b.to_string()))?;
             let s = wait_until(Duration::from_secs(300), "the MySQLBackup finished", || async {
                 let s = backups.get(name).await.ok()?.status?;
-                matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+                matches!(s.common.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
             })
             .await?;
-            assert_eq!(s.phase.as_deref(), Some("Succeeded"), "{name}: {s:?}");
+            assert_eq!(s.common.phase.as_deref(), Some("Succeeded"), "{name}: {s:?}");
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(s)
         }
     };
@@ -1149,19 +1149,19 @@ async fn mysql_point_in_time_restore_replays_archived_binlogs_up_to_the_second()
     apply(restore("too-early", "2020-01-01T00:00:00Z".into(), "early"))?;
     let early = wait_until(Duration::from_secs(60), "too-early refused", || async {
         let s = restores.get("too-early").await.ok()?.status?;
-        (s.phase.as_deref() == Some("Failed")).then_some(s)
+        (s.common.phase.as_deref() == Some("Failed")).then_some(s)
     })
     .await?;
-    assert!(early.conditions.iter().any(|c| c.message.contains("spec.pointInTime")), "{early:?}");
+    assert!(early.common.conditions.iter().any(|c| c.message.contains("spec.pointInTime")), "{early:?}");
     // Past every archive: it waits for a later backup, and creates nothing meanwhile.
     let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     apply(restore("too-late", future, "late"))?;
     let late = wait_until(Duration::from_secs(60), "too-late waiting", || async {
         let s = restores.get("too-late").await.ok()?.status?;
-        s.conditions.iter().any(|c| c.reason == "WaitingForBinlogs").then_some(s)
+        s.common.conditions.iter().any(|c| c.reason == "WaitingForBinlogs").then_some(s)
     })
     .await?;
-    assert_eq!(late.phase.as_deref(), Some("Pending"));
+    assert_eq!(late.common.phase.as_deref(), Some("Pending"));
     let clusters = db.kubectl(&["get", "mysqlclusters", "-o", "name"])?;
     assert!(!clusters.contains("early") && !clusters.contains("late"), "{clusters}");
 
@@ -1169,11 +1169,11 @@ async fn mysql_point_in_time_restore_replays_archived_binlogs_up_to_the_second()
     apply(restore("to-the-second", point.to_rfc3339_opts(chrono::SecondsFormat::Secs, true), "copy"))?;
     let rs = wait_until(Duration::from_secs(600), "to-the-second finished", || async {
         let s = restores.get("to-the-second").await.ok()?.status?;
-        matches!(s.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
+        matches!(s.common.phase.as_deref(), Some("Succeeded" | "Failed")).then_some(s)
     })
     .await?;
     let took = asked.elapsed();
-    assert_eq!(rs.phase.as_deref(), Some("Succeeded"), "{rs:?}");
+    assert_eq!(rs.common.phase.as_deref(), Some("Succeeded"), "{rs:?}");
     assert_eq!(rs.binlogs_from.as_deref(), Some("second"));
     let mut c = Conn::new(primary_opts(&db.cluster, &db.ns.name, "copy").await?).await?;
     let ids: Vec<u64> = c.query("SELECT id FROM app.w ORDER BY id").await?;

@@ -18,6 +18,7 @@
 //! - [`names`]: which cluster names fit the objects an operator derives from them.
 //! - [`pods`]: what keeps a member's pod from running (unschedulable, crash loop, image
 //!   pull), for the condition that says what an operator waits for.
+//! - [`quantity`]: Kubernetes quantities (`8Gi`, `1e9`) as bytes, by the API server's rules.
 //! - [`rebuild`]: replace a StatefulSet member with an empty one (claim, then pod).
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
@@ -38,6 +39,7 @@ pub mod leader;
 pub mod metrics;
 pub mod names;
 pub mod pods;
+pub mod quantity;
 pub mod rbac;
 pub mod rebuild;
 pub mod runner;

@@ -567,11 +567,11 @@ impl MergedRule<'_> {
 /// Prints the objects as multi-document YAML in apply order: ServiceAccount, Role,
 /// RoleBinding. Every document starts with `---`, so outputs of several operators can be
 /// concatenated into one file. k8s-openapi serializes `apiVersion` and `kind` itself.
-pub fn to_yaml(rendered: &RenderedRbac) -> Result<String, serde_yaml::Error> {
+pub fn to_yaml(rendered: &RenderedRbac) -> Result<String, serde_norway::Error> {
     let docs = [
-        serde_yaml::to_string(&rendered.service_account)?,
-        serde_yaml::to_string(&rendered.role)?,
-        serde_yaml::to_string(&rendered.role_binding)?,
+        serde_norway::to_string(&rendered.service_account)?,
+        serde_norway::to_string(&rendered.role)?,
+        serde_norway::to_string(&rendered.role_binding)?,
     ];
     Ok(docs.iter().map(|doc| format!("---\n{doc}")).collect())
 }
@@ -829,8 +829,8 @@ mod tests {
         let rendered = render(&mysql()).expect("renders");
         let yaml = to_yaml(&rendered).expect("yaml");
 
-        let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
-            .map(|doc| serde_yaml::Value::deserialize(doc).expect("each document parses"))
+        let docs: Vec<serde_norway::Value> = serde_norway::Deserializer::from_str(&yaml)
+            .map(|doc| serde_norway::Value::deserialize(doc).expect("each document parses"))
             .collect();
         let kinds: Vec<_> = docs.iter().map(|d| (d["apiVersion"].as_str(), d["kind"].as_str())).collect();
         assert_eq!(
@@ -843,7 +843,7 @@ mod tests {
         );
 
         // And back into the typed objects, unchanged.
-        let mut typed = serde_yaml::Deserializer::from_str(&yaml);
+        let mut typed = serde_norway::Deserializer::from_str(&yaml);
         let sa = ServiceAccount::deserialize(typed.next().expect("doc 1")).expect("ServiceAccount");
         let role = Role::deserialize(typed.next().expect("doc 2")).expect("Role");
         let rb = RoleBinding::deserialize(typed.next().expect("doc 3")).expect("RoleBinding");

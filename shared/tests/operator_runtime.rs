@@ -157,7 +157,7 @@ fn operator_output(args: &[&str]) -> TestResult<String> {
 async fn install_crd(client: &Client) -> TestResult {
     let text = operator_output(&["crd"])?;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for doc in serde_yaml::Deserializer::from_str(&text) {
+    for doc in serde_norway::Deserializer::from_str(&text) {
         let crd: CustomResourceDefinition = serde::Deserialize::deserialize(doc)?;
         let name = crd.name_any();
         crds.create(&PostParams::default(), &crd).await?;
@@ -176,13 +176,13 @@ async fn install_crd(client: &Client) -> TestResult {
 /// with exactly the rights its `rbac` subcommand declares.
 async fn install_rbac(server: &ApiServer, client: &Client, ns: &str) -> TestResult<PathBuf> {
     let text = operator_output(&["rbac", "--namespace", ns])?;
-    let docs: Vec<serde_yaml::Value> =
-        serde_yaml::Deserializer::from_str(&text).map(serde::Deserialize::deserialize).collect::<Result<_, _>>()?;
+    let docs: Vec<serde_norway::Value> =
+        serde_norway::Deserializer::from_str(&text).map(serde::Deserialize::deserialize).collect::<Result<_, _>>()?;
     assert_eq!(docs.len(), 3, "ServiceAccount, Role, RoleBinding");
     let pp = PostParams::default();
-    let sa: ServiceAccount = serde_yaml::from_value(docs[0].clone())?;
-    let role: Role = serde_yaml::from_value(docs[1].clone())?;
-    let binding: RoleBinding = serde_yaml::from_value(docs[2].clone())?;
+    let sa: ServiceAccount = serde_norway::from_value(docs[0].clone())?;
+    let role: Role = serde_norway::from_value(docs[1].clone())?;
+    let binding: RoleBinding = serde_norway::from_value(docs[2].clone())?;
     Api::<ServiceAccount>::namespaced(client.clone(), ns).create(&pp, &sa).await?;
     Api::<Role>::namespaced(client.clone(), ns).create(&pp, &role).await?;
     Api::<RoleBinding>::namespaced(client.clone(), ns).create(&pp, &binding).await?;

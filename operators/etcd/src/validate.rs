@@ -6,6 +6,7 @@ use std::fmt;
 
 use statecraft_shared::deploy::images_env;
 use statecraft_shared::names::check_cluster_name;
+use statecraft_shared::quantity;
 use statecraft_shared::{Error, Result};
 
 use crate::api::EtcdClusterSpec;
@@ -75,25 +76,10 @@ fn invalid(field: &str, message: String) -> Error {
     Error::invalid_spec(field, message)
 }
 
-/// Bytes of a Kubernetes quantity (`8Gi`, `500M`, `1024`); `None` when it is not one.
-pub fn quantity_bytes(q: &str) -> Option<i64> {
-    let q = q.trim();
-    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
-    let (number, suffix) = q.split_at(split);
-    let factor: f64 = match suffix {
-        "" => 1.0,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let value = number.parse::<f64>().ok()? * factor;
-    (value.is_finite() && value >= 0.0 && value < i64::MAX as f64).then_some(value as i64)
+/// The bytes of a size field, by the API server's quantity rules.
+fn bytes_of(field: &str, text: &str) -> Result<i64> {
+    let bytes = quantity::bytes(text).map_err(|e| invalid(field, e.to_string()))?;
+    i64::try_from(bytes).map_err(|_| invalid(field, format!("{text:?} is too large")))
 }
 
 /// Validates a cluster spec.
@@ -110,9 +96,7 @@ pub fn validate(spec: &EtcdClusterSpec) -> Result<ValidSpec> {
     if ![1, 3, 5, 7].contains(&spec.replicas) {
         return Err(invalid("spec.replicas", format!("must be 1, 3, 5 or 7, not {}", spec.replicas)));
     }
-    let size = quantity_bytes(&spec.storage.size)
-        .filter(|b| *b > 0)
-        .ok_or_else(|| invalid("spec.storage.size", format!("{:?} is not a size", spec.storage.size)))?;
+    let size = bytes_of("spec.storage.size", &spec.storage.size)?;
     // etcd refuses to start below its minimum; 8 GiB is its recommended maximum quota.
     let quota_bytes = (size / 10 * 8).min(8 * 1024 * 1024 * 1024);
     if quota_bytes < 64 * 1024 * 1024 {
@@ -121,9 +105,10 @@ pub fn validate(spec: &EtcdClusterSpec) -> Result<ValidSpec> {
             format!("{} is too small: etcd needs at least 80Mi", spec.storage.size),
         ));
     }
-    let defrag_min_bytes = quantity_bytes(&spec.defragmentation.min_db_size).ok_or_else(|| {
-        invalid("spec.defragmentation.minDbSize", format!("{:?} is not a size", spec.defragmentation.min_db_size))
-    })?;
+    let defrag_min_bytes = bytes_of("spec.defragmentation.minDbSize", &spec.defragmentation.min_db_size)?;
+    if let Some(backup) = &spec.backup {
+        backup.validate("spec.backup")?;
+    }
     let image = spec.image.clone().unwrap_or_else(|| default_image(&version));
     Ok(ValidSpec { spec: spec.clone(), version, image, quota_bytes, defrag_min_bytes })
 }
@@ -251,12 +236,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn quantities() {
-        assert_eq!(quantity_bytes("1Gi"), Some(1 << 30));
-        assert_eq!(quantity_bytes("64Mi"), Some(64 << 20));
-        assert_eq!(quantity_bytes("1.5G"), Some(1_500_000_000));
-        assert_eq!(quantity_bytes("12"), Some(12));
-        assert_eq!(quantity_bytes("1Xi"), None);
-        assert_eq!(quantity_bytes(""), None);
+    fn the_backup_schedule_and_its_time_zone_are_checked() {
+        use statecraft_shared::backup::BackupPolicy;
+        use statecraft_shared::s3::{S3CredentialsSecretRef, S3Location};
+        let with = |schedule: &str, zone: Option<&str>| EtcdClusterSpec {
+            backup: Some(BackupPolicy {
+                schedule: schedule.into(),
+                time_zone: zone.map(Into::into),
+                retention: Default::default(),
+                location: S3Location::new("b", "p", S3CredentialsSecretRef::new("s")),
+                deadline: Default::default(),
+            }),
+            ..spec()
+        };
+        assert!(validate(&with("0 3 * * MON-FRI", Some("Europe/Berlin"))).is_ok());
+        assert_eq!(refused(validate(&with("0 3 * * 8", None))).0, "spec.backup.schedule");
+        let (field, message) = refused(validate(&with("0 3 * * *", Some("Europe/Berlinn"))));
+        assert_eq!(field, "spec.backup.timeZone");
+        assert!(message.contains("\"Europe/Berlinn\" is not an IANA time zone"), "{message}");
     }
 }

@@ -659,6 +659,7 @@ pub(crate) mod tests {
         let with = |schedule: &str, max_age: Option<&str>, keep_last: Option<i32>| MySQLClusterSpec {
             backup: Some(BackupPolicy {
                 schedule: schedule.into(),
+                time_zone: None,
                 retention: Retention { keep_last, max_age: max_age.map(Into::into) },
                 location: location(),
                 deadline: Default::default(),
@@ -667,6 +668,18 @@ pub(crate) mod tests {
         };
         assert!(validate(&with("0 3 * * *", Some("7d"), Some(7))).is_ok());
         assert!(validate(&with("*/15 1-5,22 1 */2 0-6", None, None)).is_ok());
+        assert!(validate(&with("30 2 * JAN-MAR sun", None, None)).is_ok());
+        let zoned = |zone: &str| {
+            let mut spec = with("0 3 * * *", None, None);
+            if let Some(backup) = spec.backup.as_mut() {
+                backup.time_zone = Some(zone.into());
+            }
+            validate(&spec)
+        };
+        assert!(zoned("Europe/Berlin").is_ok());
+        let err = zoned("Mars/Olympus").unwrap_err();
+        assert!(err.to_string().contains("\"Mars/Olympus\" is not an IANA time zone"), "{err}");
+        assert_eq!(field_of(err), "spec.backup.timeZone");
         for bad in
             ["0 3 * *", "60 3 * * *", "0 24 * * *", "0 3 0 * *", "0 3 * 13 *", "0 3 * * 8", "a b c d e", "*/0 * * * *"]
         {
@@ -687,7 +700,7 @@ pub(crate) mod tests {
 
     #[test]
     fn restores_are_checked_and_errors_name_the_target_fields() {
-        use crate::api::{RestoreLocation, RestoreTarget};
+        use crate::api::{BackupLocation, RestoreTarget};
         let restore = MySQLRestoreSpec {
             backup_name: Some("b".into()),
             location: None,
@@ -699,7 +712,7 @@ pub(crate) mod tests {
         let bad_time = MySQLRestoreSpec { point_in_time: Some("yesterday".into()), ..restore.clone() };
         assert_eq!(field_of(validate_restore(&bad_time).unwrap_err()), "spec.pointInTime");
         let both = MySQLRestoreSpec {
-            location: Some(RestoreLocation { store: location(), key: "k".into() }),
+            location: Some(BackupLocation { store: location(), key: "k".into() }),
             ..restore.clone()
         };
         assert_eq!(field_of(validate_restore(&both).unwrap_err()), "spec.backupName");
@@ -707,13 +720,13 @@ pub(crate) mod tests {
         assert_eq!(field_of(validate_restore(&neither).unwrap_err()), "spec.backupName");
         let explicit = MySQLRestoreSpec {
             backup_name: None,
-            location: Some(RestoreLocation { store: location(), key: String::new() }),
+            location: Some(BackupLocation { store: location(), key: String::new() }),
             ..restore.clone()
         };
         assert_eq!(field_of(validate_restore(&explicit).unwrap_err()), "spec.location.key");
         let explicit_pitr = MySQLRestoreSpec {
             backup_name: None,
-            location: Some(RestoreLocation { store: location(), key: "db/x.sql".into() }),
+            location: Some(BackupLocation { store: location(), key: "db/x.sql".into() }),
             ..restore.clone()
         };
         assert_eq!(field_of(validate_restore(&explicit_pitr).unwrap_err()), "spec.pointInTime");

@@ -7,11 +7,20 @@
 //! - [`job`]: the Job that runs a backup or restore task in a pod — its skeleton, its S3
 //!   parameters, its phase, and the JSON report it leaves in its termination message.
 //! - [`scheduled`]: backups created on the policy's schedule, and their retention.
+//! - [`status`]: the status core of every backup and restore resource, the phases'
+//!   conditions, and [`BackupLocation`], an explicit backup object.
+//! - [`controller`]: the backup controller (resource → Job → status), with the operator's
+//!   part behind [`controller::BackupResource`].
+//! - [`restore`]: the restore controller (resource → new cluster → loaded), with the
+//!   operator's part behind [`restore::RestoreResource`].
 //! - [`JobDeadline`]: how long a backup or restore Job may run (`activeDeadlineSeconds`).
 
+pub mod controller;
 pub mod job;
+pub mod restore;
 pub mod schedule;
 pub mod scheduled;
+pub mod status;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,6 +28,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use schedule::{Schedule, ScheduleError, parse_age};
+pub use status::{BackupLocation, BackupStatus, RestoreStatus};
 
 use crate::s3::{RetentionPolicy, S3Location};
 use crate::{Error, Result};
@@ -27,6 +37,8 @@ use crate::{Error, Result};
 pub const PENDING: &str = "Pending";
 /// Phase of a backup whose Job runs.
 pub const RUNNING: &str = "Running";
+/// Phase of a restore while its target is created and loaded.
+pub const RESTORING: &str = "Restoring";
 /// Final phase of a backup or restore that worked.
 pub const SUCCEEDED: &str = "Succeeded";
 /// Final phase of a backup or restore that did not; it is never retried.
@@ -36,9 +48,17 @@ pub const FAILED: &str = "Failed";
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupPolicy {
-    /// When to take a backup, a five-field cron expression in UTC such as `0 3 * * *`.
+    /// When to take a backup: a five-field cron expression (minute hour day-of-month
+    /// month day-of-week) such as `0 3 * * *` or `30 2 * * MON-FRI`, in `timeZone`.
     #[schemars(length(min = 9, max = 128))]
     pub schedule: String,
+
+    /// The IANA time zone the schedule's times are in, such as `Europe/Berlin`; UTC when
+    /// unset. Across a change of clock no slot is lost or doubled: a slot in the skipped
+    /// hour runs when the clock resumes, one in the repeated hour runs once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub time_zone: Option<String>,
 
     /// Which backups to keep; older ones are deleted from S3.
     #[serde(default)]
@@ -104,11 +124,11 @@ pub struct Retention {
 }
 
 impl BackupPolicy {
-    /// Checks what the CRD schema cannot: the cron expression, the retention age and
-    /// count, the bucket. `field` is the policy's path in the resource (`spec.backup`),
-    /// so that errors name the offending field.
+    /// Checks what the CRD schema cannot: the cron expression and its time zone, the
+    /// retention age and count, the bucket. `field` is the policy's path in the resource
+    /// (`spec.backup`), so that errors name the offending field.
     pub fn validate(&self, field: &str) -> Result<()> {
-        Schedule::parse(&self.schedule).map_err(|e| Error::invalid_spec(format!("{field}.schedule"), e.to_string()))?;
+        self.parsed_schedule(field)?;
         if let Some(age) = &self.retention.max_age
             && parse_age(age).is_none()
         {
@@ -124,6 +144,15 @@ impl BackupPolicy {
             return Err(Error::invalid_spec(format!("{field}.location.bucket"), "must not be empty"));
         }
         Ok(())
+    }
+
+    /// The schedule in its time zone; an error names `{field}.schedule` or
+    /// `{field}.timeZone`, whichever is wrong.
+    pub fn parsed_schedule(&self, field: &str) -> Result<Schedule> {
+        Schedule::in_zone(&self.schedule, self.time_zone.as_deref()).map_err(|e| {
+            let which = if matches!(e, ScheduleError::TimeZone(_)) { "timeZone" } else { "schedule" };
+            Error::invalid_spec(format!("{field}.{which}"), e.to_string())
+        })
     }
 
     /// The S3 store's retention policy for this policy. Values that do not validate are
@@ -158,6 +187,7 @@ mod tests {
     fn policy(schedule: &str, keep_last: Option<i32>, max_age: Option<&str>) -> BackupPolicy {
         BackupPolicy {
             schedule: schedule.into(),
+            time_zone: None,
             retention: Retention { keep_last, max_age: max_age.map(Into::into) },
             location: S3Location::new("b", "p", S3CredentialsSecretRef::new("s")),
             deadline: JobDeadline::default(),
@@ -176,6 +206,12 @@ mod tests {
         policy("0 3 * * *", Some(7), Some("7d")).validate("spec.backup").expect("valid");
         let invalid = |p: BackupPolicy| field_of(p.validate("spec.backup").expect_err("invalid"));
         assert_eq!(invalid(policy("0 3 * *", None, None)), "spec.backup.schedule");
+        assert_eq!(invalid(policy("0 3 * * MOON", None, None)), "spec.backup.schedule");
+        let mut zoned = policy("0 3 * * *", None, None);
+        zoned.time_zone = Some("Europe/Berlin".into());
+        zoned.validate("spec.backup").expect("a known zone");
+        zoned.time_zone = Some("Europe/Berlinn".into());
+        assert_eq!(invalid(zoned), "spec.backup.timeZone");
         assert_eq!(invalid(policy("0 3 * * *", None, Some("7w"))), "spec.backup.retention.maxAge");
         assert_eq!(invalid(policy("0 3 * * *", Some(0), None)), "spec.backup.retention.keepLast");
         let mut p = policy("0 3 * * *", None, None);

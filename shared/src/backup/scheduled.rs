@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::info;
 
-use super::{BackupPolicy, Schedule};
+use super::BackupPolicy;
 use crate::runner::Runtime;
 use crate::s3::{S3Location, S3Store};
 use crate::{Error, Result};
@@ -62,8 +62,7 @@ where
     B: ScheduledBackup,
     C: Resource<DynamicType = ()>,
 {
-    let schedule =
-        Schedule::parse(&policy.schedule).map_err(|e| Error::invalid_spec("spec.backup.schedule", e.to_string()))?;
+    let schedule = policy.parsed_schedule("spec.backup")?;
     let Some(slot) = schedule.due(Utc::now()) else { return Ok(()) };
     if *last == Some(slot) {
         return Ok(());

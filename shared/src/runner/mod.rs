@@ -83,7 +83,7 @@ pub trait Operator: Send + Sync + 'static {
 
 /// Parses an operator's sample resource (`what` names it in errors, e.g. `sample.yaml`).
 pub fn parse_sample<T: DeserializeOwned>(what: &str, yaml: &str) -> Result<T> {
-    serde_yaml::from_str(yaml).map_err(|e| Error::Permanent(format!("the sample resource {what}: {e}")))
+    serde_norway::from_str(yaml).map_err(|e| Error::Permanent(format!("the sample resource {what}: {e}")))
 }
 
 /// One object of [`Operator::sample_objects`], as JSON.
@@ -322,8 +322,8 @@ pub fn sample_objects_yaml<O: Operator>() -> Result<String> {
         out.push_str("# None yet: the operator defines no resources.\n");
     }
     for object in objects {
-        let yaml =
-            serde_yaml::to_string(&object).map_err(|e| Error::Permanent(format!("rendering a sample object: {e}")))?;
+        let yaml = serde_norway::to_string(&object)
+            .map_err(|e| Error::Permanent(format!("rendering a sample object: {e}")))?;
         out.push_str("---\n");
         out.push_str(&yaml);
     }
@@ -355,7 +355,7 @@ fn fail(e: Error) -> ExitCode {
 pub fn crd_yaml(crds: &[CustomResourceDefinition]) -> Result<String> {
     let mut out = String::new();
     for crd in crds {
-        let yaml = serde_yaml::to_string(crd).map_err(|e| Error::Permanent(format!("rendering CRD: {e}")))?;
+        let yaml = serde_norway::to_string(crd).map_err(|e| Error::Permanent(format!("rendering CRD: {e}")))?;
         out.push_str("---\n");
         out.push_str(&yaml);
     }
@@ -379,7 +379,7 @@ pub fn manifests_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Resu
     };
     let deployment = crate::deploy::deployment(O::NAME, namespace, image);
     let yaml =
-        serde_yaml::to_string(&deployment).map_err(|e| Error::Permanent(format!("rendering Deployment: {e}")))?;
+        serde_norway::to_string(&deployment).map_err(|e| Error::Permanent(format!("rendering Deployment: {e}")))?;
     Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace)?))
 }
 

@@ -2,10 +2,12 @@
 //! kube-apiserver built from their Go modules by `scripts/build-kube.sh`; [`s3`] starts a
 //! real S3 server. Each is started on free loopback ports in its own temporary directory
 //! and stopped when dropped, so tests never share state. [`echo`] is the smallest operator
-//! built from the library, which its tests and the cluster checks run.
+//! built from the library, which its tests and the cluster checks run. [`monitoring`]
+//! checks an operator's alerts and dashboard against the metrics that really exist.
 
 pub mod apiserver;
 pub mod echo;
+pub mod monitoring;
 pub mod pki;
 pub mod s3;
 

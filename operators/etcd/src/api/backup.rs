@@ -1,10 +1,9 @@
 //! `EtcdBackup`: one snapshot of a cluster, streamed to S3 by a Job.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use statecraft_shared::backup::JobDeadline;
+use statecraft_shared::backup::{BackupStatus, JobDeadline};
 use statecraft_shared::s3::S3Location;
 
 /// One snapshot of an EtcdCluster, taken from a healthy member (a follower when there is
@@ -44,29 +43,14 @@ pub struct EtcdBackupSpec {
     pub deadline: JobDeadline,
 }
 
-/// Observed state of an EtcdBackup.
+/// Observed state of an EtcdBackup: the status every backup reports, and what only a
+/// snapshot knows.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EtcdBackupStatus {
-    /// Pending, Running, Succeeded or Failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-
-    /// URL of the snapshot object, `s3://bucket/key`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-
-    /// Key of the snapshot object, relative to the store's prefix.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-
-    /// Size of the snapshot in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<i64>,
-
-    /// SHA-256 of the snapshot, hex.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    /// Phase, object, size, checksum, times and conditions, as every backup reports them.
+    #[serde(flatten)]
+    pub common: BackupStatus,
 
     /// The key-value store revision the snapshot holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,18 +59,4 @@ pub struct EtcdBackupStatus {
     /// Member the snapshot was taken from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member: Option<String>,
-
-    /// When the snapshot started (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("format" = "date-time"))]
-    pub start_time: Option<String>,
-
-    /// When the snapshot was stored (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("format" = "date-time"))]
-    pub completion_time: Option<String>,
-
-    /// Standard conditions.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
 }

@@ -7,8 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use statecraft_shared::backup::BackupPolicy;
-use statecraft_shared::s3::S3Location;
+use statecraft_shared::backup::{BackupLocation, BackupPolicy};
 use statecraft_shared::upgrade::UpgradeProgress;
 
 /// Desired state of an etcd cluster.
@@ -93,7 +92,7 @@ pub struct EtcdClusterSpec {
 
     /// Create the cluster from a snapshot instead of empty. Set by EtcdRestore; immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bootstrap_from: Option<SnapshotSource>,
+    pub bootstrap_from: Option<BackupLocation>,
 
     /// Stop reconciling this cluster: the operator changes nothing until this is false
     /// again. Status is still reported.
@@ -194,18 +193,6 @@ impl Default for AutoHeal {
     fn default() -> Self {
         AutoHeal { enabled: true, replace_after_seconds: default_replace_after() }
     }
-}
-
-/// A snapshot object in S3.
-#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotSource {
-    /// Bucket, prefix, endpoint and credentials of the store holding the snapshot.
-    pub store: S3Location,
-
-    /// Key of the snapshot object, relative to the store's prefix.
-    #[schemars(length(min = 1, max = 1024))]
-    pub key: String,
 }
 
 /// Observed state of an EtcdCluster.

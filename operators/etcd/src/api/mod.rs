@@ -5,11 +5,9 @@ pub mod cluster;
 pub mod restore;
 
 pub use backup::{EtcdBackup, EtcdBackupSpec, EtcdBackupStatus};
-pub use cluster::{
-    AutoHeal, Defragmentation, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus, MemberStatus, SnapshotSource, Storage,
-};
+pub use cluster::{AutoHeal, Defragmentation, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus, MemberStatus, Storage};
 pub use restore::{EtcdRestore, EtcdRestoreSpec, EtcdRestoreStatus, RestoreTarget};
-pub use statecraft_shared::backup::{BackupPolicy, Retention};
+pub use statecraft_shared::backup::{BackupLocation, BackupPolicy, Retention};
 
 /// API group of every resource.
 pub const GROUP: &str = "etcd.statecraft.io";

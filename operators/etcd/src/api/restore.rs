@@ -1,11 +1,12 @@
 //! `EtcdRestore`: creates a new cluster from a snapshot.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{EtcdClusterSpec, SnapshotSource};
+use statecraft_shared::backup::{BackupLocation, RestoreStatus};
+
+use super::cluster::EtcdClusterSpec;
 
 /// Creates a new EtcdCluster whose data comes from a snapshot: its first member is
 /// restored with `etcdutl snapshot restore`, the others join it as learners. Existing
@@ -27,19 +28,19 @@ use super::cluster::{EtcdClusterSpec, SnapshotSource};
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "self == oldSelf", "message": "spec of an EtcdRestore is immutable: create a new restore instead"},
     {
-        "rule": "has(self.backupName) != has(self.source)",
-        "message": "exactly one of spec.backupName and spec.source must be set"
+        "rule": "has(self.backupName) != has(self.location)",
+        "message": "exactly one of spec.backupName and spec.location must be set"
     }
 ]))]
 pub struct EtcdRestoreSpec {
     /// Name of a succeeded EtcdBackup, in the same namespace, to restore. Exactly one of
-    /// backupName and source is set.
+    /// backupName and location is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_name: Option<String>,
 
     /// An explicit snapshot object, when no EtcdBackup object describes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<SnapshotSource>,
+    pub location: Option<BackupLocation>,
 
     /// The cluster to create.
     pub target: RestoreTarget,
@@ -61,15 +62,5 @@ pub struct RestoreTarget {
     pub spec: EtcdClusterSpec,
 }
 
-/// Observed state of an EtcdRestore.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EtcdRestoreStatus {
-    /// Pending, Restoring, Succeeded or Failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-
-    /// Standard conditions.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-}
+/// Observed state of an EtcdRestore: the status every restore reports.
+pub type EtcdRestoreStatus = RestoreStatus;

@@ -14,7 +14,7 @@ use super::jobs::{RESTORE_MEMBER_TASK, env};
 use super::statefulset::{DATA_VOLUME, RestoreParts};
 use super::{DATA_DIR, DATA_MOUNT, Names};
 use crate::EtcdOperator;
-use crate::api::SnapshotSource;
+use crate::api::BackupLocation;
 use crate::validate::ValidSpec;
 
 /// The volume the operator's binary is copied into.
@@ -26,7 +26,7 @@ pub const RESTORE_CONTAINER: &str = "restore-snapshot";
 
 /// The init containers and volumes that restore `source` into the first member of the
 /// cluster `names`, in the members' image (`valid.image`).
-pub fn restore_init_containers(valid: &ValidSpec, names: &Names, source: &SnapshotSource) -> RestoreParts {
+pub fn restore_init_containers(valid: &ValidSpec, names: &Names, source: &BackupLocation) -> RestoreParts {
     let binary = format!("{BIN_DIR}/{}", EtcdOperator::NAME);
     // The image is known whenever the operator runs from its Deployment or a build of
     // this repository; without one the pod shows an image error rather than a wrong one.
@@ -83,7 +83,7 @@ mod tests {
     fn the_restore_runs_the_copied_operator_in_the_member_image_on_the_data_volume() {
         let valid = validate(&spec()).expect("valid spec");
         let names = Names::new("restored", "prod");
-        let source = SnapshotSource {
+        let source = BackupLocation {
             store: S3Location::new("backups", "etcd", S3CredentialsSecretRef::new("s3-creds")),
             key: "main/20260101T000000Z-nightly.db".into(),
         };

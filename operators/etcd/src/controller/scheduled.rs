@@ -33,7 +33,7 @@ impl ScheduledBackup for EtcdBackup {
 
     /// The key the controller chose when it started the Job (none before).
     fn object_key(&self) -> Option<String> {
-        self.status.as_ref()?.key.clone()
+        self.status.as_ref()?.common.key.clone()
     }
 }
 
@@ -49,13 +49,17 @@ pub async fn run(ctx: &Context, cluster: &EtcdCluster, last: &mut Option<DateTim
 mod tests {
     use super::*;
     use crate::api::EtcdBackupStatus;
+    use statecraft_shared::backup::BackupStatus;
 
     #[test]
     fn a_backup_is_known_by_the_key_its_status_records() {
         let mut b = EtcdBackup::of_cluster("main");
         assert_eq!(b.spec.cluster_name, "main");
         assert_eq!(b.object_key(), None, "not started");
-        b.status = Some(EtcdBackupStatus { key: Some("main/k.db".into()), ..Default::default() });
+        b.status = Some(EtcdBackupStatus {
+            common: BackupStatus { key: Some("main/k.db".into()), ..Default::default() },
+            ..Default::default()
+        });
         assert_eq!(b.object_key().as_deref(), Some("main/k.db"));
         assert_eq!(b.location(), None);
     }

@@ -1,12 +1,17 @@
-//! Reading a member's `/metrics`: a minimal HTTP/1.1 GET over a TCP stream (etcd serves
-//! `--listen-metrics-urls` as plain HTTP without client authentication, and this crate has
-//! no HTTP client), bounded in time and size so that a hung or hostile endpoint cannot
-//! stall the per-cluster task or exhaust its memory.
+//! Reading a member's `/metrics` with hyper's client (etcd serves `--listen-metrics-urls`
+//! as plain HTTP without client authentication), bounded in time and size so that a hung
+//! or hostile endpoint cannot stall the per-cluster task or exhaust its memory: the whole
+//! exchange has [`TIMEOUT`], the body is cut at [`MAX_RESPONSE_BYTES`], and hyper bounds
+//! the headers.
 
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use bytes::Bytes;
+use http::{Request, StatusCode, Uri, header};
+use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 
 use super::exposition::{self, ParseError, Series};
 use super::sample::{MissingSeries, Sample};
@@ -14,7 +19,7 @@ use crate::build::{METRICS_PORT, Names};
 
 /// How long one scrape may take in all: well under the ~10 s between two scrapes.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
-/// The largest response read. etcd's default metrics are about 150 KiB; `--metrics
+/// The largest response body read. etcd's default metrics are about 150 KiB; `--metrics
 /// extensive` adds per-method gRPC series, still far below this.
 pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -37,7 +42,7 @@ pub enum ScrapeError {
     /// The answer was larger than [`MAX_RESPONSE_BYTES`].
     #[error("{url}: response larger than {MAX_RESPONSE_BYTES} bytes")]
     TooLarge { url: String },
-    /// The answer was not an HTTP response this client understands.
+    /// The answer was not an HTTP/1 response, or its body was not UTF-8 text.
     #[error("{url}: malformed HTTP response: {reason}")]
     Malformed { url: String, reason: String },
     /// The server answered with a status other than 200.
@@ -76,178 +81,229 @@ pub async fn fetch(url: &str) -> Result<Vec<Series>, ScrapeError> {
     exposition::parse(&body).map_err(|source| ScrapeError::Parse { url: url.into(), source })
 }
 
-/// Host, port and path of a plain `http://` URL.
-struct Target<'a> {
-    host: &'a str,
-    port: u16,
-    path: &'a str,
-}
-
-fn target(url: &str) -> Option<Target<'_>> {
-    let rest = url.strip_prefix("http://")?;
-    let (authority, path) = rest.find('/').map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
-    if authority.contains('@') {
-        return None;
-    }
-    // `[v6]:port`, `[v6]`, `host:port` or `host`.
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']')?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse().ok()?,
-        None => 80,
-    };
-    (!host.is_empty()).then_some(Target { host, port, path })
+/// A plain `http://host[:port][/path]` URL; `None` for anything else (another scheme,
+/// user information, no host).
+fn target(url: &str) -> Option<Uri> {
+    let uri: Uri = url.parse().ok()?;
+    let authority = uri.authority()?;
+    let host = authority.host();
+    // `http::Uri` admits a port that is not a number (`host:x`) and reads it as none.
+    let port_ok =
+        authority.as_str().strip_prefix(host).is_some_and(|rest| rest.is_empty() || authority.port_u16().is_some());
+    let plain = uri.scheme_str() == Some("http") && !authority.as_str().contains('@') && !host.is_empty() && port_ok;
+    plain.then_some(uri)
 }
 
 /// The body of a `GET url`, within [`TIMEOUT`].
 async fn get(url: &str) -> Result<String, ScrapeError> {
-    let t = target(url).ok_or_else(|| ScrapeError::InvalidUrl { url: url.into() })?;
-    match tokio::time::timeout(TIMEOUT, exchange(&t)).await {
+    get_within(url, TIMEOUT).await
+}
+
+/// The body of a `GET url`, within `timeout` (a parameter for the tests only).
+async fn get_within(url: &str, timeout: Duration) -> Result<String, ScrapeError> {
+    let uri = target(url).ok_or_else(|| ScrapeError::InvalidUrl { url: url.into() })?;
+    match tokio::time::timeout(timeout, exchange(url, uri)).await {
         Err(_) => Err(ScrapeError::Timeout { url: url.into() }),
-        Ok(Err(source)) => Err(ScrapeError::Io { url: url.into(), source }),
-        Ok(Ok(raw)) if raw.len() as u64 > MAX_RESPONSE_BYTES => Err(ScrapeError::TooLarge { url: url.into() }),
-        Ok(Ok(raw)) => response_body(&raw).map_err(|e| match e {
-            BodyError::Status(status) => ScrapeError::Status { url: url.into(), status },
-            BodyError::Malformed(reason) => ScrapeError::Malformed { url: url.into(), reason },
-        }),
+        Ok(result) => result,
     }
 }
 
-/// Sends the request and reads the whole response (the server closes the connection
-/// after it, as asked), at most one byte past the limit so that excess is detected.
-async fn exchange(t: &Target<'_>) -> std::io::Result<Vec<u8>> {
-    let mut stream = TcpStream::connect((t.host, t.port)).await?;
-    let host = if t.host.contains(':') { format!("[{}]", t.host) } else { t.host.to_string() };
-    let request = format!(
-        "GET {} HTTP/1.1\r\nHost: {host}:{}\r\nAccept: text/plain\r\nUser-Agent: statecraft-etcd\r\nConnection: close\r\n\r\n",
-        t.path, t.port
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut raw = Vec::new();
-    stream.take(MAX_RESPONSE_BYTES + 1).read_to_end(&mut raw).await?;
-    Ok(raw)
+/// Sends the request on a connection of its own (nothing is pooled: members come and go,
+/// and a scrape every ten seconds gains nothing from keeping one open) and reads the body,
+/// at most [`MAX_RESPONSE_BYTES`] of it.
+async fn exchange(url: &str, uri: Uri) -> Result<String, ScrapeError> {
+    let client: Client<HttpConnector, Empty<Bytes>> =
+        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build_http();
+    let request = Request::get(uri)
+        .header(header::ACCEPT, "text/plain")
+        .header(header::USER_AGENT, "statecraft-etcd")
+        .body(Empty::new())
+        .map_err(|e| ScrapeError::Malformed { url: url.into(), reason: e.to_string() })?;
+    let response = client.request(request).await.map_err(|e| {
+        if e.is_connect() { ScrapeError::Io { url: url.into(), source: io_error(&e) } } else { failure(url, &e) }
+    })?;
+    if response.status() != StatusCode::OK {
+        return Err(ScrapeError::Status { url: url.into(), status: response.status().as_u16() });
+    }
+    // A declared length over the bound is refused before reading any of it.
+    let declared = response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_RESPONSE_BYTES) {
+        return Err(ScrapeError::TooLarge { url: url.into() });
+    }
+    let limit = usize::try_from(MAX_RESPONSE_BYTES).unwrap_or(usize::MAX);
+    let body = Limited::new(response.into_body(), limit).collect().await.map_err(|e| {
+        if e.is::<LengthLimitError>() { ScrapeError::TooLarge { url: url.into() } } else { failure(url, e.as_ref()) }
+    })?;
+    String::from_utf8(body.to_bytes().to_vec())
+        .map_err(|_| ScrapeError::Malformed { url: url.into(), reason: "body is not UTF-8".into() })
 }
 
-enum BodyError {
-    Status(u16),
-    Malformed(String),
-}
-
-/// The body of a complete HTTP/1.1 response: status 200 required; chunked, sized and
-/// close-delimited bodies understood.
-fn response_body(raw: &[u8]) -> Result<String, BodyError> {
-    let malformed = |r: &str| BodyError::Malformed(r.to_string());
-    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| malformed("no end of headers"))?;
-    let head = std::str::from_utf8(&raw[..head_end]).map_err(|_| malformed("headers are not UTF-8"))?;
-    let body = &raw[head_end + 4..];
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.split_whitespace();
-    if !parts.next().is_some_and(|v| v.starts_with("HTTP/1.")) {
-        return Err(malformed(&format!("status line {status_line:?}")));
-    }
-    let status: u16 =
-        parts.next().and_then(|s| s.parse().ok()).ok_or_else(|| malformed(&format!("status line {status_line:?}")))?;
-    if status != 200 {
-        return Err(BodyError::Status(status));
-    }
-    let mut chunked = false;
-    let mut length = None;
-    for line in lines {
-        let (name, value) = line.split_once(':').ok_or_else(|| malformed(&format!("header {line:?}")))?;
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.to_ascii_lowercase().split(',').any(|v| v.trim() == "chunked");
-        } else if name.eq_ignore_ascii_case("content-length") {
-            length = Some(value.parse::<usize>().map_err(|_| malformed(&format!("content-length {value:?}")))?);
+/// The I/O error under `e`, or `e` as one.
+fn io_error(e: &(dyn std::error::Error + 'static)) -> std::io::Error {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return std::io::Error::new(io.kind(), chain(e));
         }
+        cause = c.source();
     }
-    let body = if chunked {
-        dechunk(body).map_err(|r| malformed(&r))?
-    } else if let Some(n) = length {
-        body.get(..n).ok_or_else(|| malformed("body shorter than its content-length"))?.to_vec()
-    } else {
-        body.to_vec()
-    };
-    String::from_utf8(body).map_err(|_| malformed("body is not UTF-8"))
+    std::io::Error::other(chain(e))
 }
 
-/// Joins the chunks of a chunked body (RFC 9112 §7.1); trailers are ignored.
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = rest.windows(2).position(|w| w == b"\r\n").ok_or("unterminated chunk size")?;
-        let line = std::str::from_utf8(&rest[..line_end]).map_err(|_| "chunk size is not text")?;
-        let hex = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(hex, 16).map_err(|_| format!("chunk size {hex:?}"))?;
-        rest = &rest[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
+/// A failure after connecting: an I/O error (reset, closed) or an answer that is not HTTP
+/// (hyper reports a bad chunk as invalid data).
+fn failure(url: &str, e: &(dyn std::error::Error + 'static)) -> ScrapeError {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput) {
+                break;
+            }
+            return ScrapeError::Io { url: url.into(), source: io_error(e) };
         }
-        let chunk = rest.get(..size).ok_or("truncated chunk")?;
-        out.extend_from_slice(chunk);
-        rest = rest.get(size..).and_then(|r| r.strip_prefix(b"\r\n")).ok_or("chunk not followed by CRLF")?;
+        cause = c.source();
     }
+    ScrapeError::Malformed { url: url.into(), reason: chain(e) }
+}
+
+/// `e` and its causes, `: `-separated (hyper's outer errors say little on their own).
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn body(raw: &str) -> Result<String, String> {
-        response_body(raw.as_bytes()).map_err(|e| match e {
-            BodyError::Status(s) => format!("status {s}"),
-            BodyError::Malformed(r) => r,
-        })
-    }
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
 
     #[test]
-    fn urls_are_split_into_host_port_and_path() {
+    fn only_plain_http_urls_with_a_host_are_scraped() {
+        for ok in ["http://main-0.main-peer.prod.svc:2381/metrics", "http://[::1]:2381/metrics", "http://host"] {
+            assert!(target(ok).is_some(), "{ok}");
+        }
         let t = target("http://main-0.main-peer.prod.svc:2381/metrics").expect("valid");
-        assert_eq!((t.host, t.port, t.path), ("main-0.main-peer.prod.svc", 2381, "/metrics"));
-        let t = target("http://[::1]:2381/metrics").expect("valid");
-        assert_eq!((t.host, t.port, t.path), ("::1", 2381, "/metrics"));
-        let t = target("http://host").expect("valid");
-        assert_eq!((t.host, t.port, t.path), ("host", 80, "/"));
+        assert_eq!((t.host(), t.port_u16(), t.path()), (Some("main-0.main-peer.prod.svc"), Some(2381), "/metrics"));
         for bad in ["https://host/metrics", "http://:2381/metrics", "http://host:x/", "http://u@host/", "host:2381"] {
             assert!(target(bad).is_none(), "{bad}");
         }
         assert_eq!(member_metrics_url(&Names::new("main", "prod"), 2), "http://main-2.main-peer.prod.svc:2381/metrics");
     }
 
-    #[test]
-    fn sized_chunked_and_close_delimited_bodies_are_read() {
-        assert_eq!(body("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef"), Ok("abc".into()));
-        assert_eq!(
-            body(
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\nA\r\n0123456789\r\n0\r\nT: 1\r\n\r\n"
-            ),
-            Ok("abc0123456789".into())
-        );
-        assert_eq!(body("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it"), Ok("all of it".into()));
+    /// A local server that answers every connection with `respond` after reading the
+    /// request's head; its URL.
+    async fn serve<F, Fut>(respond: F) -> String
+    where
+        F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binding");
+        let url = format!("http://{}/metrics", listener.local_addr().expect("address"));
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                tokio::spawn(respond(stream));
+            }
+        });
+        url
     }
 
-    #[test]
-    fn bad_responses_are_refused() {
-        for (raw, needle) in [
-            ("HTTP/1.1 404 Not Found\r\n\r\n", "status 404"),
-            ("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc", "shorter"),
-            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
-            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", "truncated"),
-            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX", "CRLF"),
-            ("SSH-2.0-OpenSSH\r\n\r\n", "status line"),
-            ("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "header"),
-            ("HTTP/1.1 200 OK\r\n", "no end of headers"),
+    async fn answer(mut stream: tokio::net::TcpStream, raw: &'static [u8]) {
+        let _ = stream.write_all(raw).await;
+        let _ = stream.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn sized_chunked_and_close_delimited_bodies_are_read() {
+        for raw in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nup{a=\"b\"} 1\n"[..],
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nup{\r\n9\r\na=\"b\"} 1\n\r\n0\r\nT: 1\r\n\r\n",
+            b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nup{a=\"b\"} 1\n",
         ] {
-            let err = body(raw).expect_err(raw);
-            assert!(err.contains(needle), "{raw:?}: {err}");
+            let url = serve(move |s| answer(s, raw)).await;
+            let series = fetch(&url).await.unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(raw)));
+            assert_eq!(series.len(), 1, "{series:?}");
+            assert_eq!((series[0].name.as_str(), series[0].value), ("up", 1.0));
         }
+    }
+
+    #[tokio::test]
+    async fn bad_responses_are_refused_with_what_went_wrong() {
+        let status = serve(|s| answer(s, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")).await;
+        assert!(matches!(get(&status).await, Err(ScrapeError::Status { status: 404, .. })));
+        for raw in [
+            &b"SSH-2.0-OpenSSH\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n\xff\xfe",
+        ] {
+            let url = serve(move |s| answer(s, raw)).await;
+            let err = get(&url).await.expect_err("malformed");
+            assert!(matches!(err, ScrapeError::Malformed { .. }), "{}: {err:?}", String::from_utf8_lossy(raw));
+        }
+        // The body ends before its length: the connection closed early.
+        let short = serve(|s| answer(s, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")).await;
+        let err = get(&short).await.expect_err("short body");
+        assert!(matches!(err, ScrapeError::Io { .. } | ScrapeError::Malformed { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn an_endless_body_is_cut_at_the_size_bound() {
+        let url = serve(|mut s| async move {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").await;
+            let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024));
+            while s.write_all(chunk.as_bytes()).await.is_ok() {}
+        })
+        .await;
+        let started = Instant::now();
+        let err = get(&url).await.expect_err("too large");
+        assert!(matches!(err, ScrapeError::TooLarge { .. }), "{err:?}");
+        assert!(started.elapsed() < TIMEOUT, "cut when the bound was reached, not at the timeout");
+        // A declared length above the bound is refused as well.
+        let declared = serve(|s| answer(s, b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc")).await;
+        assert!(matches!(get(&declared).await, Err(ScrapeError::TooLarge { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_stops_answering_times_out() {
+        // Accepts and reads the request, then says nothing.
+        let silent = serve(|s| async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            drop(s);
+        })
+        .await;
+        // Sends the head and part of the body, then stalls.
+        let stalled = serve(|mut s| async move {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nup 1\n").await;
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        })
+        .await;
+        for url in [silent, stalled] {
+            let started = Instant::now();
+            let err = get_within(&url, Duration::from_millis(300)).await.expect_err("hung");
+            assert!(matches!(err, ScrapeError::Timeout { .. }), "{err:?}");
+            assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        }
+        let closed = format!("http://127.0.0.1:{}/metrics", {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binding");
+            l.local_addr().expect("address").port()
+        });
+        assert!(matches!(get(&closed).await, Err(ScrapeError::Io { .. })));
     }
 }

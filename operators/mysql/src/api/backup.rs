@@ -1,10 +1,9 @@
 //! `MySQLBackup`: one logical backup of a cluster, streamed to S3 by a Job.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use statecraft_shared::backup::JobDeadline;
+use statecraft_shared::backup::{BackupStatus, JobDeadline};
 use statecraft_shared::s3::S3Location;
 
 /// One backup of a MySQLCluster: a logical dump taken from a replica (or the primary of a
@@ -43,35 +42,14 @@ pub struct MySQLBackupSpec {
     pub deadline: JobDeadline,
 }
 
-/// Observed state of a MySQLBackup.
+/// Observed state of a MySQLBackup: the status every backup reports, and what only a
+/// MySQL backup knows.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MySQLBackupStatus {
-    /// Pending, Running, Succeeded or Failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-
-    /// URL of the backup object, `s3://bucket/key`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-
-    /// Size of the stored backup in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<i64>,
-
-    /// SHA-256 of the stored backup, hex.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-
-    /// When the backup started (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("format" = "date-time"))]
-    pub start_time: Option<String>,
-
-    /// When the backup completed (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("format" = "date-time"))]
-    pub completion_time: Option<String>,
+    /// Phase, object, size, checksum, times and conditions, as every backup reports them.
+    #[serde(flatten)]
+    pub common: BackupStatus,
 
     /// GTID position the backup is consistent with; point-in-time recovery replays binary
     /// logs from here.
@@ -84,10 +62,6 @@ pub struct MySQLBackupStatus {
     /// (the Ready condition's message and a Warning Event say why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binlogs: Option<BinlogArchiveStatus>,
-
-    /// Standard conditions.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
 }
 
 /// Binary logs archived next to a backup.

@@ -9,8 +9,8 @@ pub use cluster::{
     AutoHeal, AutoScaling, AutoScalingStatus, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus,
     Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
 };
-pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreLocation, RestoreTarget};
-pub use statecraft_shared::backup::{BackupPolicy, Retention};
+pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreTarget};
+pub use statecraft_shared::backup::{BackupLocation, BackupPolicy, Retention};
 
 /// API group of every resource.
 pub const GROUP: &str = "mysql.statecraft.io";

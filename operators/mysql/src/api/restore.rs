@@ -1,11 +1,10 @@
 //! `MySQLRestore`: bootstraps a new cluster from a backup, optionally up to a point in time.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use statecraft_shared::backup::JobDeadline;
+use statecraft_shared::backup::{BackupLocation, JobDeadline, RestoreStatus};
 
 use super::cluster::MySQLClusterSpec;
 
@@ -45,7 +44,7 @@ pub struct MySQLRestoreSpec {
 
     /// An explicit backup object to restore from, when no MySQLBackup object describes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<RestoreLocation>,
+    pub location: Option<BackupLocation>,
 
     /// Roll forward with archived binary logs up to this time (RFC 3339, e.g.
     /// `2026-01-31T12:00:00Z`): transactions committed before it are restored, later ones
@@ -63,18 +62,6 @@ pub struct MySQLRestoreSpec {
     /// How long the restore Job (loading the dump, replaying binary logs) may run.
     #[serde(flatten)]
     pub deadline: JobDeadline,
-}
-
-/// A backup object in S3.
-#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RestoreLocation {
-    /// Bucket, prefix, endpoint and credentials of the store holding the backup.
-    pub store: statecraft_shared::s3::S3Location,
-
-    /// Key of the backup object, relative to the store's prefix.
-    #[schemars(length(min = 1))]
-    pub key: String,
 }
 
 /// The new cluster a restore creates.
@@ -97,16 +84,12 @@ pub struct RestoreTarget {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MySQLRestoreStatus {
-    /// Pending, Restoring, Succeeded or Failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
+    /// Phase and conditions, as every restore reports them.
+    #[serde(flatten)]
+    pub common: RestoreStatus,
 
     /// Point-in-time restores: the MySQLBackup whose archived binary logs are replayed
     /// after the backup's dump.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binlogs_from: Option<String>,
-
-    /// Standard conditions.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
 }

@@ -16,34 +16,12 @@ const PER_CONNECTION: u64 = 12 * 1024 * 1024;
 /// Bounds of the derived connection limit.
 const CONNECTIONS: (u64, u64) = (50, 4000);
 
-/// Bytes of a Kubernetes memory quantity (`512Mi`, `1Gi`, `1G`, `1.5Gi`, `1e9`, `2048`).
-pub fn parse_memory(q: &str) -> Option<u64> {
-    let q = q.trim();
-    let split = q.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(q.len());
-    let (number, suffix) = q.split_at(split);
-    let value: f64 = number.parse().ok()?;
-    let multiplier: f64 = match suffix {
-        "" => 1.0,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        _ => return None,
-    };
-    let bytes = value * multiplier;
-    (bytes.is_finite() && bytes >= 0.0).then_some(bytes as u64)
-}
-
 /// The memory the server may use: its limit, else its request.
 fn memory(resources: Option<&ResourceRequirements>) -> Option<u64> {
     let r = resources?;
     let pick = |m: &Option<
         std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-    >| { m.as_ref()?.get("memory").and_then(|q| parse_memory(&q.0)) };
+    >| { m.as_ref()?.get("memory").and_then(|q| statecraft_shared::quantity::bytes(&q.0).ok()) };
     pick(&r.limits).or_else(|| pick(&r.requests))
 }
 
@@ -64,18 +42,6 @@ mod tests {
 
     fn limits(mem: &str) -> ResourceRequirements {
         ResourceRequirements { limits: Some([("memory".into(), Quantity(mem.into()))].into()), ..Default::default() }
-    }
-
-    #[test]
-    fn quantities_parse_in_both_unit_systems() {
-        assert_eq!(parse_memory("512Mi"), Some(512 * 1024 * 1024));
-        assert_eq!(parse_memory("1Gi"), Some(1 << 30));
-        assert_eq!(parse_memory("1.5Gi"), Some(3 << 29));
-        assert_eq!(parse_memory("2G"), Some(2_000_000_000));
-        assert_eq!(parse_memory("1e9"), Some(1_000_000_000));
-        assert_eq!(parse_memory("4096"), Some(4096));
-        assert_eq!(parse_memory("12Qi"), None);
-        assert_eq!(parse_memory("lots"), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ fn location_of<'a>(b: &'a MySQLBackup, policy: Option<&'a S3Location>) -> Option
 }
 
 fn succeeded(b: &MySQLBackup) -> bool {
-    b.status.as_ref().is_some_and(|s| s.phase.as_deref() == Some(SUCCEEDED))
+    b.status.as_ref().is_some_and(|s| s.common.phase.as_deref() == Some(SUCCEEDED))
 }
 
 fn time(s: Option<&str>) -> Option<DateTime<Utc>> {
@@ -39,7 +39,7 @@ pub fn archive_since(
         .filter(|b| b.spec.cluster_name == cluster && succeeded(b) && location_of(b, policy) == Some(location))
         .filter_map(|b| {
             let s = b.status.as_ref()?;
-            Some((time(s.completion_time.as_deref())?, s.gtid_position.clone()?))
+            Some((time(s.common.completion_time.as_deref())?, s.gtid_position.clone()?))
         })
         .max_by_key(|(done, _)| *done)
         .map(|(_, gtid)| gtid)
@@ -78,7 +78,7 @@ pub fn covering_archive(
     let Some(start) = status.gtid_position.clone() else {
         return Err(NoReplay::Invalid(format!("MySQLBackup {name} recorded no GTID position")));
     };
-    let Some(done) = time(status.completion_time.as_deref()) else {
+    let Some(done) = time(status.common.completion_time.as_deref()) else {
         return Err(NoReplay::Invalid(format!("MySQLBackup {name} recorded no completion time")));
     };
     if at < done {
@@ -117,6 +117,7 @@ pub fn covering_archive(
 mod tests {
     use super::*;
     use crate::api::{MySQLBackupSpec, MySQLBackupStatus};
+    use statecraft_shared::backup::BackupStatus;
     use statecraft_shared::s3::S3CredentialsSecretRef;
 
     fn store(bucket: &str) -> S3Location {
@@ -129,8 +130,11 @@ mod tests {
             MySQLBackupSpec { cluster_name: "db".into(), location: None, deadline: Default::default() },
         );
         b.status = Some(MySQLBackupStatus {
-            phase: Some(SUCCEEDED.into()),
-            completion_time: Some(done.into()),
+            common: BackupStatus {
+                phase: Some(SUCCEEDED.into()),
+                completion_time: Some(done.into()),
+                ..Default::default()
+            },
             gtid_position: Some(gtid.into()),
             binlogs: archive.map(|(from, until)| BinlogArchiveStatus {
                 prefix: format!("_binlogs/db/{name}/"),
@@ -139,7 +143,6 @@ mod tests {
                 from_gtid_position: from.into(),
                 until: until.into(),
             }),
-            ..Default::default()
         });
         b
     }
@@ -163,7 +166,7 @@ mod tests {
         assert_eq!(archive_since(&backups, "db", &policy, Some(&policy)).as_deref(), Some("0-100-30"));
         assert_eq!(archive_since(&backups, "other", &policy, Some(&policy)), None, "another cluster's");
         assert_eq!(archive_since(&backups, "db", &store("elsewhere"), Some(&policy)), None, "another store's");
-        backups[2].status.as_mut().unwrap().phase = Some("Failed".into());
+        backups[2].status.as_mut().unwrap().common.phase = Some("Failed".into());
         assert_eq!(archive_since(&backups, "db", &policy, Some(&policy)).as_deref(), Some("0-100-20"));
         assert_eq!(archive_since(&[], "db", &policy, Some(&policy)), None, "the first backup archives nothing");
     }

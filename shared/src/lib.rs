@@ -7,6 +7,7 @@
 //! - [`status`] and [`events`]: standard conditions and one shared Event recorder.
 //! - [`error`]: one error type whose category decides how a failed reconcile is retried.
 //! - [`tasks`]: one background task per resource (data-plane loops beside the reconcile).
+//! - [`cluster_loop`]: the per-cluster loop those tasks run: observe → decide → act → report.
 //! - [`upgrade`]: the ordered rolling-upgrade planner (unready first, followers, leader last).
 //! - [`insight`]: abnormality detection: a member's figures judged against its own recent
 //!   past (rolling baselines, spikes above a multiple of them, events in a sliding window).
@@ -30,6 +31,7 @@ pub mod apply;
 pub mod autoscale;
 pub mod backup;
 pub mod cli;
+pub mod cluster_loop;
 pub mod deploy;
 pub mod error;
 pub mod events;

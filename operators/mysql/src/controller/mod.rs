@@ -37,8 +37,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
+use statecraft_shared::cluster_loop::Loops;
 use statecraft_shared::runner::Runtime;
-use statecraft_shared::tasks::{RestartReporter, Tasks};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
@@ -55,7 +55,7 @@ pub struct Context {
     pub servers: metrics::ServerMetrics,
     /// The clustering tasks, one per cluster, supervised: a panic restarts the task,
     /// with a Warning Event on the cluster.
-    tasks: Tasks<RestartReporter<MySQLCluster>>,
+    loops: Loops<MySQLCluster>,
 }
 
 impl Context {
@@ -63,21 +63,19 @@ impl Context {
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
         let servers = metrics::ServerMetrics::register(&rt.metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the server metrics: {e}")))?;
-        let tasks = Tasks::new(shutdown, RestartReporter::new(rt.clone()));
-        Ok(Context { rt, servers, tasks })
+        let loops = Loops::new(rt.clone(), shutdown);
+        Ok(Context { rt, servers, loops })
     }
 
     /// Starts the clustering task of `name` (if it is not running for this `uid`) and wakes it.
     pub fn ensure_task(self: &Arc<Self>, name: &str, uid: &str) {
-        let (ctx, owned, uid_owned) = (self.clone(), name.to_string(), uid.to_string());
-        self.tasks.ensure(name, uid, move |wake, cancel| {
-            task::run(ctx.clone(), owned.clone(), uid_owned.clone(), wake, cancel)
-        });
+        let ctx = self.clone();
+        self.loops.ensure(name, uid, move || task::Clustering::new(ctx.clone()));
     }
 
     /// Stops the task of `name` (the cluster is being deleted).
     pub fn stop_task(&self, name: &str) {
-        self.tasks.stop(name);
+        self.loops.stop(name);
         self.servers.forget(name);
     }
 }

@@ -1,0 +1,269 @@
+//! What a clustering pass does: the one operation the decision asks for, and, when the
+//! clustering has nothing to do, the next step of a rolling upgrade; then scheduled
+//! backups and read-replica auto-scaling. Each is recorded in the status it is given.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use chrono::Utc;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use statecraft_shared::cluster_loop::{Acted, Next};
+use statecraft_shared::upgrade::{Action, next_step};
+use statecraft_shared::{Error, Result};
+use tracing::{info, warn};
+
+use super::super::upgrade::{self, Gates};
+use super::super::{Context, backup, reseed, scheduled};
+use super::Memory;
+use super::observe::Observation;
+use crate::api::{MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
+use crate::build::{Names, ROLE_LABEL};
+use crate::clustering::decide::{Decision, Health, Operation, Role};
+use crate::clustering::pass::{Effect, perform};
+
+/// Carries out the pass's decision (see the module doc). Returns whether to pass again at
+/// once and the rolling upgrade's step.
+pub async fn act(
+    ctx: &Context,
+    cluster: &MySQLCluster,
+    o: &Observation,
+    decision: &Decision,
+    memory: &mut Memory,
+    status: &mut MySQLClusterStatus,
+) -> Result<Acted<Option<Action>>> {
+    let rt = &ctx.rt;
+    let name = cluster.name_any();
+    let names = &o.names;
+    let mut next = Next::Later;
+    let op = &decision.operation;
+    match op {
+        Operation::Nothing => memory.waits.clear(),
+        Operation::Wait { reason, message } => memory.waits.publish(&rt.events, cluster, reason, message, true).await,
+        _ => {
+            memory.waits.clear();
+            let (reason, note) = describe(op, names);
+            info!(cluster = %name, operation = ?op, "clustering operation");
+            let started = Instant::now();
+            let result = perform(&o.dp, op, &o.observed, &o.targets, o.observed.ack_count).await;
+            info!(cluster = %name, ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "clustering operation performed");
+            ctx.servers.operation(&name, op, result.is_ok());
+            match result {
+                Ok(effect) => {
+                    match member_of(op) {
+                        Some(m) => rt.events.normal_about_pod(cluster, &names.pod(m), reason, "Clustering", note).await,
+                        None => rt.events.normal(cluster, reason, "Clustering", note).await,
+                    }
+                    // A pause may have fallen in the middle of the operation.
+                    rt.leadership.check()?;
+                    let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+                    apply_effect(&pods, names, effect, status).await?;
+                    if let (Operation::Switchover { .. }, Some(r)) = (op, &o.request) {
+                        status.handled_switchover = Some(r.clone());
+                    }
+                    if let Operation::ConfigureReplica { ordinal, source } = op {
+                        memory.configured.insert((*ordinal, *source), Instant::now());
+                    }
+                    if let Operation::Reseed { ordinal, why } = op {
+                        reseed::started(status, names, *ordinal, why);
+                    }
+                    next = Next::Now;
+                }
+                Err(e) => {
+                    rt.events.warning(cluster, reason, "Clustering", format!("{note} failed: {e}")).await;
+                    warn!(cluster = %name, error = %e, "clustering operation failed");
+                }
+            }
+        }
+    }
+    // A switchover request naming the current primary, or nothing valid, is done at once.
+    if let Some(r) = &o.request
+        && o.switchover_to.is_none()
+        && status.handled_switchover.as_ref() != Some(r)
+    {
+        status.handled_switchover = Some(r.clone());
+    }
+    if let Some(done) = reseed::finished(status, names, decision) {
+        let note = format!("{} was re-seeded ({}) and serves again", done.member, done.reason);
+        rt.events.normal(cluster, reseed::RESEEDED, "Clustering", note).await;
+    }
+
+    // A new revision of the StatefulSet is rolled only when the clustering has nothing to do.
+    let mut roll = None;
+    if decision.operation == Operation::Nothing
+        && o.valid.is_some()
+        && !cluster.spec.paused
+        && o.observed.replicas > 0
+        && cluster.spec.upgrade_strategy.type_ == UpgradeStrategyType::ReplicasFirst
+    {
+        let mut gates = Gates {
+            decision,
+            observed: &o.observed,
+            targets: &o.targets,
+            dp: &o.dp,
+            cluster: &name,
+            backup_running: None,
+            new_primary: Mutex::new(None),
+        };
+        match roll_step(ctx, cluster, &o.pods, &mut gates, o.observed.recorded_primary, status).await {
+            Ok(Some((action, again))) => {
+                roll = Some(action);
+                if again {
+                    next = Next::Now;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => warn!(cluster = %name, error = %e, "rolling upgrade step failed"),
+        }
+    }
+
+    // Scheduled backups need a valid spec and a cluster that can serve a dump.
+    if o.valid.is_some()
+        && !cluster.spec.paused
+        && matches!(decision.health, Health::Healthy | Health::Degraded)
+        && let Err(e) = scheduled::run(ctx, cluster, &mut memory.backup_slot).await
+    {
+        warn!(cluster = %name, error = %e, "scheduled backup or retention failed");
+        rt.events.warning(cluster, e.reason(), "Schedule", format!("scheduled backup or retention failed: {e}")).await;
+    }
+
+    // Auto-scaling judges a valid spec only (the bounds come from it).
+    if o.valid.is_some() {
+        let rolling = roll.as_ref().is_some_and(|a| *a != Action::Done);
+        if memory.scaler.pass(ctx, cluster, &o.observed, decision, rolling, status).await {
+            next = Next::Now;
+        }
+    }
+    Ok(Acted { next, done: roll })
+}
+
+/// One step of the rolling upgrade: returns the engine's action (for the Progressing
+/// condition) and whether to run the next pass at once.
+async fn roll_step(
+    ctx: &Context,
+    cluster: &MySQLCluster,
+    pods: &[Pod],
+    gates: &mut Gates<'_>,
+    primary: Option<u32>,
+    status: &mut MySQLClusterStatus,
+) -> Result<Option<(Action, bool)>> {
+    let rt = &ctx.rt;
+    let name = cluster.name_any();
+    let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let Some(sts) = statefulsets.get_opt(&name).await.map_err(|e| Error::kube("reading the StatefulSet", e))? else {
+        return Ok(None);
+    };
+    let members = upgrade::members(&sts, pods, gates.decision, primary, &name);
+    // Restarts wait for a running backup (a restarted source would fail it); looked up only
+    // when some member needs a restart.
+    if members.iter().any(|m| m.needs_restart()) {
+        gates.backup_running = backup::running_job(ctx, &name).await?;
+    }
+    let mut progress = status.upgrade.clone().unwrap_or_default();
+    let step = next_step(&members, &*gates, &progress).await?;
+    let names = Names::new(&name, &rt.namespace);
+    let moved = gates.new_primary.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(p) = moved {
+        status.current_primary = Some(names.pod(p));
+        rt.events
+            .normal(cluster, "Switchover", "Upgrade", format!("primary moved to {} before its restart", names.pod(p)))
+            .await;
+    }
+    if let Action::Restart { member } = &step.action {
+        rt.leadership.check()?;
+        let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+        pods.delete(member, &Default::default()).await.map_err(|e| Error::kube(format!("deleting pod {member}"), e))?;
+        let note = format!("restarting {member} on the new revision");
+        rt.events.normal_about_pod(cluster, member, "RestartMember", "Upgrade", note).await;
+    }
+    let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. }) || moved.is_some();
+    progress.advance(&step, Utc::now());
+    status.upgrade = Some(progress);
+    Ok(Some((step.action, again)))
+}
+
+/// The member an operation is about, named in its Event as the related object (so that the
+/// same operation on two members makes two Events, not one folded series).
+fn member_of(op: &Operation) -> Option<u32> {
+    match op {
+        Operation::Bootstrap { primary: ordinal }
+        | Operation::MakeWritable { ordinal }
+        | Operation::Demote { ordinal }
+        | Operation::ConfigureReplica { ordinal, .. }
+        | Operation::Promote { ordinal, .. }
+        | Operation::Switchover { to: ordinal, .. }
+        | Operation::Reseed { ordinal, .. } => Some(*ordinal),
+        Operation::Nothing | Operation::Wait { .. } | Operation::Fence { .. } | Operation::Relabel { .. } => None,
+    }
+}
+
+/// Event reason and note of an operation.
+pub(super) fn describe(op: &Operation, names: &Names) -> (&'static str, String) {
+    match op {
+        Operation::Bootstrap { primary } => ("Bootstrap", format!("{} is the first primary", names.pod(*primary))),
+        Operation::MakeWritable { ordinal } => {
+            ("PrimaryWritable", format!("{} now accepts writes", names.pod(*ordinal)))
+        }
+        Operation::Demote { ordinal } => {
+            ("Demote", format!("{} was writable but is not the primary: made read-only", names.pod(*ordinal)))
+        }
+        Operation::ConfigureReplica { ordinal, source } => {
+            ("ConfigureReplica", format!("{} replicates from {}", names.pod(*ordinal), names.pod(*source)))
+        }
+        Operation::Fence { ordinals } => (
+            "Fence",
+            format!(
+                "stopped the receivers of {} so the unreachable primary gets no acknowledgement",
+                ordinals.iter().map(|i| names.pod(*i)).collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        Operation::Promote { ordinal, from, received } => (
+            "Failover",
+            format!("{} replaces {} as primary (applied {received})", names.pod(*ordinal), names.pod(*from)),
+        ),
+        Operation::Switchover { from, to } => {
+            ("Switchover", format!("primary moves from {} to {}", names.pod(*from), names.pod(*to)))
+        }
+        Operation::Reseed { ordinal, why } => (
+            "Reseed",
+            format!(
+                "re-seeding {}: {}; its volume {} and pod are deleted and the new, empty server copies the primary's data through replication",
+                names.pod(*ordinal),
+                why.describe(),
+                names.data_claim(*ordinal)
+            ),
+        ),
+        Operation::Relabel { changes } => (
+            "Relabel",
+            changes
+                .iter()
+                .map(|(i, r)| format!("{}={}", names.pod(*i), r.map_or("none", Role::label)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Operation::Nothing | Operation::Wait { .. } => ("Nothing", String::new()),
+    }
+}
+
+async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &mut MySQLClusterStatus) -> Result<()> {
+    match effect {
+        Effect::None => {}
+        Effect::RecordPrimary(i) => status.current_primary = Some(names.pod(i)),
+        Effect::RecordFailover { primary, deposed } => {
+            status.current_primary = Some(names.pod(primary));
+            status.deposed_primary = Some(names.pod(deposed));
+        }
+        Effect::Rebuild(i) => reseed::rebuild(pods.clone().into_client(), names, i).await?,
+        Effect::Relabel(changes) => {
+            for (i, role) in changes {
+                let body = serde_json::json!({"metadata": {"labels": {ROLE_LABEL: role.map(Role::label)}}});
+                pods.patch(&names.pod(i), &PatchParams::default(), &Patch::Merge(&body))
+                    .await
+                    .map_err(|e| Error::kube(format!("labelling pod {}", names.pod(i)), e))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! What a clustering pass reads: the spec's verdict, the passwords, the pods, the
+//! read-write Service's endpoints and every server's replication state. Nothing here
+//! writes.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use statecraft_shared::pods::{explain_wait, pod_problems};
+use statecraft_shared::{Error, Result};
+
+use super::super::reconcile::recorded_primary;
+use super::super::{Context, SWITCHOVER_ANNOTATION, reseed};
+use super::{Memory, RECONFIGURE_BACKOFF};
+use crate::api::MySQLCluster;
+use crate::build::secret::Passwords;
+use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
+use crate::clustering::dataplane::{DataPlane, Endpoint};
+use crate::clustering::decide::{Decision, Operation, decide};
+use crate::clustering::observed::{Observed, PodState};
+use crate::clustering::pass::{Target, gather};
+use crate::flavor::sql;
+use crate::validate::{ValidSpec, check_version_change, validate};
+
+/// Waits for servers that do not answer, which their pods' own status explains when
+/// Kubernetes cannot run them (unschedulable, crash-looping, image not pulled): the wait
+/// then carries the pod's reason (and so does its Event and the Ready condition).
+const EXPLAINED_BY_PODS: &[&str] = &["WaitingForServers", "PrimaryDown", "NotEnoughReplicasForSafeFailover"];
+
+/// What one pass found.
+pub struct Observation {
+    /// The spec, when it is valid and its version change allowed.
+    pub valid: Option<ValidSpec>,
+    /// Why it is not (reason, message): the reconciler reports it; the servers are still
+    /// looked after (a failover cannot wait for a typo to be fixed), but nothing is rolled.
+    pub spec_problem: Option<(&'static str, String)>,
+    pub names: Names,
+    /// The operator's connections to the servers.
+    pub dp: DataPlane,
+    pub pods: Vec<Pod>,
+    /// Each member's pod and addresses, by ordinal.
+    pub targets: Vec<Target>,
+    /// The servers and the spec, as the decision sees them.
+    pub observed: Observed,
+    /// The switchover the annotation asks for, handled or not.
+    pub request: Option<String>,
+    /// The member the switchover request names, when it is new and names one.
+    pub switchover_to: Option<u32>,
+}
+
+impl Observation {
+    /// The decision, its waits explained by the pods where they can be.
+    pub fn decide(&self) -> Decision {
+        let mut decision = decide(&self.observed);
+        if let Operation::Wait { reason, message } = &mut decision.operation
+            && EXPLAINED_BY_PODS.contains(reason)
+        {
+            explain_wait(reason, message, &pod_problems(&self.pods));
+        }
+        decision
+    }
+}
+
+/// Reads cluster `cluster`'s pods and servers; `None` until the reconciler has created the
+/// password Secret.
+pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory) -> Result<Option<Observation>> {
+    let rt = &ctx.rt;
+    let name = cluster.name_any();
+    let observed_version = cluster.status.as_ref().and_then(|s| s.observed_version.clone());
+    let checked = validate(&cluster.spec).and_then(|v| match &observed_version {
+        Some(observed) => check_version_change(v.spec.flavor, observed, &v.version).map(|()| v),
+        None => Ok(v),
+    });
+    let (valid, spec_problem) = match checked {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some((e.reason(), e.to_string()))),
+    };
+    let names = Names::new(&name, &rt.namespace);
+    let flavor = sql(cluster.spec.flavor);
+
+    let secrets: Api<Secret> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let Some(passwords) = secrets
+        .get_opt(&names.secret())
+        .await
+        .map_err(|e| Error::kube("reading the password Secret", e))?
+        .as_ref()
+        .and_then(Passwords::from_secret)
+    else {
+        return Ok(None); // the reconciler creates it
+    };
+    let dp = DataPlane::new(flavor, passwords.operator.clone(), passwords.replication.clone());
+
+    let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let selector = names.selector_labels().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    let pods =
+        pods.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing pods", e))?.items;
+
+    let replicas = if cluster.spec.stopped { 0 } else { crate::autoscale::replicas(cluster).max(0) as u32 };
+    let highest = pods.iter().filter_map(|p| ordinal_of(&name, &p.name_any())).max().map_or(0, |o| o + 1);
+    let targets: Vec<Target> = (0..replicas.max(highest))
+        .map(|i| target(&names, i, pods.iter().find(|p| p.name_any() == names.pod(i))))
+        .collect();
+
+    let status = cluster.status.clone().unwrap_or_default();
+    let recorded = recorded_primary(cluster);
+    let request = cluster.annotations().get(SWITCHOVER_ANNOTATION).cloned();
+    let switchover_to =
+        request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(&name, r));
+
+    let listed = routed(&rt.client, &rt.namespace, &names, &name).await?;
+    let read_started = Instant::now();
+    let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
+    let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
+    let broken_for = memory.broken.observe(&members, recorded, Instant::now());
+    let observed = Observed {
+        replicas,
+        paused: cluster.spec.paused,
+        semi_sync: cluster.spec.semi_sync.enabled,
+        ack_count: dp.ack_count(replicas),
+        recorded_primary: recorded,
+        switchover_to,
+        members,
+        heal: reseed::healing(&cluster.spec, broken_for),
+        recently_configured: {
+            memory.configured.retain(|_, at| at.elapsed() < RECONFIGURE_BACKOFF);
+            memory.configured.keys().copied().collect()
+        },
+        restarted,
+        deposed: status.deposed_primary.as_deref().and_then(|p| ordinal_of(&name, p)),
+        routed: memory.routes.observe(&listed, Instant::now()),
+    };
+    Ok(Some(Observation { valid, spec_problem, names, dp, pods, targets, observed, request, switchover_to }))
+}
+
+fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
+    let state = match pod {
+        None => PodState::Missing,
+        Some(p) if p.metadata.deletion_timestamp.is_some() => PodState::Terminating,
+        Some(p) => {
+            let st = p.status.as_ref();
+            let running =
+                st.and_then(|s| s.phase.as_deref()) == Some("Running") && st.and_then(|s| s.pod_ip.as_ref()).is_some();
+            let ready = st
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+            if running { PodState::Running { ready } } else { PodState::Pending }
+        }
+    };
+    let ip = pod.and_then(|p| p.status.as_ref()).and_then(|s| s.pod_ip.clone()).filter(|ip| !ip.is_empty());
+    // Replicas are pointed at the source's pod IP, not its DNS name: when a server restarts
+    // with a new IP, a replica resolving the name in the seconds DNS still holds the old
+    // address hangs in one connect attempt for up to slave_net_timeout (60 s; seen in e2e
+    // as writes stalled behind semi-sync). With IPs the changed address is observed and the
+    // replicas are re-pointed in the next pass.
+    let address = (ip.clone().unwrap_or_else(|| names.pod_host(ordinal)), MYSQL_PORT as u16);
+    Target {
+        ordinal,
+        pod: state,
+        role_label: pod.and_then(|p| p.labels().get(ROLE_LABEL).cloned()),
+        endpoint: Endpoint { host: ip.unwrap_or_default(), port: MYSQL_PORT as u16 },
+        address,
+    }
+}
+
+/// The members the read-write Service's EndpointSlices list as serving (ready, or
+/// terminating but still serving: kube-proxy falls back to those), read before the servers
+/// so that a server seen after its endpoint is not missed.
+async fn routed(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<BTreeSet<u32>> {
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("kubernetes.io/service-name={}", names.read_write_service());
+    let list = slices
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| Error::kube("listing the read-write Service's EndpointSlices", e))?;
+    Ok(list
+        .items
+        .iter()
+        .flat_map(|slice| &slice.endpoints)
+        .filter(|e| e.conditions.as_ref().is_none_or(|c| c.serving.or(c.ready) != Some(false)))
+        .filter_map(|e| ordinal_of(name, e.target_ref.as_ref()?.name.as_deref()?))
+        .collect())
+}

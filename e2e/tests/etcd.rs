@@ -599,7 +599,7 @@ async fn etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients() -
     assert_eq!(peer.publish_not_ready_addresses, Some(true));
     let client_svc = services.get(&db.names.client_service()).await?.spec.unwrap_or_default();
     assert!(client_svc.ports.unwrap_or_default().iter().any(|p| p.port == 2379));
-    let min_available = db.kubectl(&["get", "pdb", &db.names.pdb(), "-o", "jsonpath={.spec.minAvailable}"])?;
+    let min_available = db.kubectl(&["get", "pdb", &db.names.set().pdb(), "-o", "jsonpath={.spec.minAvailable}"])?;
     assert_eq!(min_available, "2", "the PodDisruptionBudget keeps quorum");
     let config: Api<ConfigMap> = Api::namespaced(db.cluster.client.clone(), &db.namespace);
     let data = config.get(&db.names.config_map()).await?.data.unwrap_or_default();

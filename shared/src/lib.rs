@@ -20,6 +20,8 @@
 //! - [`pods`]: what keeps a member's pod from running (unschedulable, crash loop, image
 //!   pull), for the condition that says what an operator waits for.
 //! - [`quantity`]: Kubernetes quantities (`8Gi`, `1e9`) as bytes, by the API server's rules.
+//! - [`statefulset`]: the pieces of a StatefulSet cluster: names, owned metadata, headless
+//!   Service, PodDisruptionBudget, claim template and the StatefulSet skeleton.
 //! - [`rebuild`]: replace a StatefulSet member with an empty one (claim, then pod).
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
@@ -46,6 +48,7 @@ pub mod rbac;
 pub mod rebuild;
 pub mod runner;
 pub mod s3;
+pub mod statefulset;
 pub mod status;
 pub mod tasks;
 pub mod upgrade;

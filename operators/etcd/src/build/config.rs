@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Names;
 use crate::membership::plan::InitialCluster;
@@ -21,12 +20,7 @@ pub const INITIAL_CLUSTER_TOKEN: &str = "ETCD_INITIAL_CLUSTER_TOKEN";
 /// cluster's `token`.
 pub fn config_map(names: &Names, initial: &InitialCluster, token: &str) -> ConfigMap {
     ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(names.config_map()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector()),
-            ..Default::default()
-        },
+        metadata: names.set().meta(names.config_map()),
         data: Some(BTreeMap::from([
             (INITIAL_CLUSTER.to_string(), initial.members.clone()),
             (INITIAL_CLUSTER_STATE.to_string(), initial.state.to_string()),

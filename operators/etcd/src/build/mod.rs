@@ -11,6 +11,8 @@ pub mod statefulset;
 
 use std::collections::BTreeMap;
 
+use statecraft_shared::statefulset as set;
+
 /// Port of the client API.
 pub const CLIENT_PORT: i32 = 2379;
 /// Port of peer (raft) traffic.
@@ -18,10 +20,8 @@ pub const PEER_PORT: i32 = 2380;
 /// Port of `/metrics`, `/health`, `/livez` and `/readyz` (plain HTTP, no client auth).
 pub const METRICS_PORT: i32 = 2381;
 
-/// Label naming the application of every object and pod.
-pub const NAME_LABEL: &str = "app.kubernetes.io/name";
-/// Label naming the cluster (the Applier sets the same key on the objects themselves).
-pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+pub use set::{INSTANCE_LABEL, NAME_LABEL};
+
 /// Value of [`NAME_LABEL`].
 pub const APP_NAME: &str = "etcd";
 
@@ -55,13 +55,17 @@ impl Names {
     pub fn new(name: impl Into<String>, namespace: impl Into<String>) -> Self {
         Names { cluster: name.into(), namespace: namespace.into() }
     }
+    /// The names every StatefulSet cluster has; its headless Service is the peer Service.
+    pub fn set(&self) -> set::Names<'_> {
+        set::Names { cluster: &self.cluster, namespace: &self.namespace, app: APP_NAME, headless_suffix: PEER_SUFFIX }
+    }
     /// The StatefulSet.
     pub fn statefulset(&self) -> String {
-        self.cluster.clone()
+        self.set().statefulset()
     }
     /// The headless Service that gives each member a stable DNS name (peer URLs use it).
     pub fn peer_service(&self) -> String {
-        format!("{}{PEER_SUFFIX}", self.cluster)
+        self.set().headless_service()
     }
     /// The client Service (every ready member).
     pub fn client_service(&self) -> String {
@@ -71,21 +75,17 @@ impl Names {
     pub fn config_map(&self) -> String {
         format!("{}-members", self.cluster)
     }
-    /// The PodDisruptionBudget.
-    pub fn pdb(&self) -> String {
-        self.cluster.clone()
-    }
     /// Member (and pod) name of `ordinal`.
     pub fn member(&self, ordinal: u32) -> String {
-        format!("{}-{ordinal}", self.cluster)
+        self.set().pod(ordinal)
     }
-    /// The data PersistentVolumeClaim of `ordinal` (StatefulSet naming: template-pod).
+    /// The data PersistentVolumeClaim of `ordinal`.
     pub fn data_claim(&self, ordinal: u32) -> String {
-        format!("data-{}", self.member(ordinal))
+        self.set().data_claim(ordinal)
     }
     /// Stable DNS name of member `ordinal`.
     pub fn host(&self, ordinal: u32) -> String {
-        format!("{}.{}.{}.svc", self.member(ordinal), self.peer_service(), self.namespace)
+        self.set().host(ordinal)
     }
     /// Peer URL of member `ordinal`, as registered in the membership.
     pub fn peer_url(&self, ordinal: u32) -> String {
@@ -101,7 +101,7 @@ impl Names {
     }
     /// The ordinal of a member name or pod name of this cluster (`<cluster>-<k>`).
     pub fn ordinal_of(&self, name: &str) -> Option<u32> {
-        name.strip_prefix(self.cluster.as_str())?.strip_prefix('-')?.parse().ok()
+        set::ordinal_of(&self.cluster, name)
     }
     /// The ordinal a peer URL of this cluster belongs to: how a learner that has not
     /// started yet (etcd reports no name for it) is recognised.
@@ -112,7 +112,7 @@ impl Names {
     }
     /// Labels that select the cluster's pods.
     pub fn selector(&self) -> BTreeMap<String, String> {
-        [(NAME_LABEL.to_string(), APP_NAME.to_string()), (INSTANCE_LABEL.to_string(), self.cluster.clone())].into()
+        self.set().selector()
     }
 }
 

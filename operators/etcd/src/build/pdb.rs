@@ -1,34 +1,21 @@
 //! The PodDisruptionBudget: voluntary disruptions (drains) never take the cluster below
 //! quorum.
 
-use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use statecraft_shared::statefulset::{self as set, Budget};
 
 use super::Names;
 use crate::membership::plan::quorum;
 
 /// `minAvailable` = the quorum of the desired member count.
 pub fn pdb(names: &Names, replicas: u32) -> PodDisruptionBudget {
-    PodDisruptionBudget {
-        metadata: ObjectMeta {
-            name: Some(names.pdb()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector()),
-            ..Default::default()
-        },
-        spec: Some(PodDisruptionBudgetSpec {
-            min_available: Some(IntOrString::Int(quorum(replicas as usize) as i32)),
-            selector: Some(LabelSelector { match_labels: Some(names.selector()), ..Default::default() }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    set::pdb(&names.set(), Budget::MinAvailable(quorum(replicas as usize) as i32))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     #[test]
     fn min_available_is_quorum() {

@@ -3,8 +3,8 @@
 //! (ready members only).
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use statecraft_shared::statefulset as set;
 
 use super::{CLIENT_PORT, METRICS_PORT, Names, PEER_PORT};
 
@@ -18,40 +18,25 @@ fn port(name: &str, number: i32) -> ServicePort {
     }
 }
 
-fn service(name: String, names: &Names, spec: ServiceSpec) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some(name),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec { selector: Some(names.selector()), ..spec }),
-        ..Default::default()
-    }
-}
-
 /// The headless peer Service.
 pub fn peer_service(names: &Names) -> Service {
-    service(
-        names.peer_service(),
-        names,
-        ServiceSpec {
-            cluster_ip: Some("None".into()),
-            publish_not_ready_addresses: Some(true),
-            ports: Some(vec![port("client", CLIENT_PORT), port("peer", PEER_PORT), port("metrics", METRICS_PORT)]),
-            ..Default::default()
-        },
+    set::headless_service(
+        &names.set(),
+        vec![port("client", CLIENT_PORT), port("peer", PEER_PORT), port("metrics", METRICS_PORT)],
     )
 }
 
 /// The client Service.
 pub fn client_service(names: &Names) -> Service {
-    service(
-        names.client_service(),
-        names,
-        ServiceSpec { ports: Some(vec![port("client", CLIENT_PORT)]), ..Default::default() },
-    )
+    Service {
+        metadata: names.set().meta(names.client_service()),
+        spec: Some(ServiceSpec {
+            selector: Some(names.selector()),
+            ports: Some(vec![port("client", CLIENT_PORT)]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

@@ -2,20 +2,14 @@
 //! derives it from etcd's member list (the highest member ordinal + 1), so a pod exists
 //! exactly for each member, and membership changes go member first, pod second.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::apps::v1::{
-    StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec, StatefulSetUpdateStrategy,
-};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapEnvSource, Container, ContainerPort, EnvFromSource, HTTPGetAction, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    ConfigMapEnvSource, Container, ContainerPort, EnvFromSource, HTTPGetAction, PodSecurityContext, PodSpec, Probe,
+    SeccompProfile, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use statecraft_shared::deploy::{field_env, restricted_container, spread_over_nodes};
+use statecraft_shared::statefulset as set;
 
 use super::{CLIENT_PORT, DATA_DIR, DATA_MOUNT, METRICS_PORT, Names, PEER_PORT};
 use crate::validate::ValidSpec;
@@ -23,7 +17,7 @@ use crate::validate::ValidSpec;
 /// Name of the etcd container.
 pub const CONTAINER: &str = "etcd";
 /// Name of the data volume claim template (claims are `data-<pod>`).
-pub const DATA_VOLUME: &str = "data";
+pub use statecraft_shared::statefulset::DATA_VOLUME;
 
 fn http_probe(path: &str, period: i32, failures: i32) -> Probe {
     Probe {
@@ -81,7 +75,6 @@ pub fn args(valid: &ValidSpec, names: &Names) -> Vec<String> {
 /// member of that ordinal from joining.
 pub fn statefulset(valid: &ValidSpec, names: &Names, replicas: u32, extra: RestoreParts) -> StatefulSet {
     let spec = &valid.spec;
-    let selector = names.selector();
     let mut security = restricted_container();
     // The official image runs etcd as root (it owns /var/lib/etcd); with every capability
     // dropped and a read-only root filesystem root can write only its own volume.
@@ -126,49 +119,20 @@ pub fn statefulset(valid: &ValidSpec, names: &Names, replicas: u32, extra: Resto
             seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
             ..Default::default()
         }),
-        affinity: Some(spread_over_nodes(&selector)),
+        affinity: Some(spread_over_nodes(&names.selector())),
         ..Default::default()
     };
-    let claim = PersistentVolumeClaim {
-        metadata: ObjectMeta { name: Some(DATA_VOLUME.into()), labels: Some(selector.clone()), ..Default::default() },
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            storage_class_name: spec.storage.storage_class_name.clone(),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(spec.storage.size.clone()))])),
-                ..Default::default()
-            }),
-            ..Default::default()
+    let parts = set::Parts {
+        replicas: replicas as i32,
+        pod,
+        pod_annotations: None,
+        claim: set::data_claim_template(&names.set(), &spec.storage.size, spec.storage.storage_class_name.clone()),
+        claim_retention: Some(StatefulSetPersistentVolumeClaimRetentionPolicy {
+            when_scaled: Some("Delete".into()),
+            when_deleted: Some("Retain".into()),
         }),
-        ..Default::default()
     };
-    StatefulSet {
-        metadata: ObjectMeta {
-            name: Some(names.statefulset()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(selector.clone()),
-            ..Default::default()
-        },
-        spec: Some(StatefulSetSpec {
-            replicas: Some(replicas as i32),
-            service_name: Some(names.peer_service()),
-            // Members start together after a full outage: they need each other for quorum.
-            pod_management_policy: Some("Parallel".into()),
-            update_strategy: Some(StatefulSetUpdateStrategy { type_: Some("OnDelete".into()), ..Default::default() }),
-            persistent_volume_claim_retention_policy: Some(StatefulSetPersistentVolumeClaimRetentionPolicy {
-                when_scaled: Some("Delete".into()),
-                when_deleted: Some("Retain".into()),
-            }),
-            selector: LabelSelector { match_labels: Some(selector.clone()), ..Default::default() },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(selector), ..Default::default() }),
-                spec: Some(pod),
-            },
-            volume_claim_templates: Some(vec![claim]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    set::statefulset(&names.set(), parts)
 }
 
 /// What a cluster bootstrapped from a snapshot adds to its pods (see `build::restore`).

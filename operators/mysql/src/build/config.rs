@@ -6,7 +6,6 @@
 //! operator has moved the primary away).
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{MYSQL_PORT, Names};
 use crate::flavor::{AccountPasswords, FlavorSql, REPLICATION_USER, accounts_init_sql, sql};
@@ -259,12 +258,7 @@ exit 1
 pub fn config_map(valid: &ValidSpec, names: &Names) -> ConfigMap {
     let flavor = sql(valid.spec.flavor);
     ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(names.config_map()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector_labels()),
-            ..Default::default()
-        },
+        metadata: names.set().meta(names.config_map()),
         data: Some(
             [
                 (MY_CNF.to_string(), my_cnf(valid)),

@@ -12,6 +12,8 @@ pub mod tuning;
 
 use std::collections::BTreeMap;
 
+use statecraft_shared::statefulset as set;
+
 /// The port every server listens on.
 pub const MYSQL_PORT: i32 = 3306;
 
@@ -23,10 +25,8 @@ pub const ROLE_PRIMARY: &str = "primary";
 /// Value of [`ROLE_LABEL`] on a healthy replica.
 pub const ROLE_REPLICA: &str = "replica";
 
-/// Label naming the application of every object and pod.
-pub const NAME_LABEL: &str = "app.kubernetes.io/name";
-/// Label naming the cluster (the Applier sets the same key on the objects themselves).
-pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+pub use set::{INSTANCE_LABEL, NAME_LABEL, ordinal_of};
+
 /// Value of [`NAME_LABEL`].
 pub const APP_NAME: &str = "mysql";
 
@@ -56,13 +56,14 @@ impl Names {
     pub fn new(name: impl Into<String>, namespace: impl Into<String>) -> Self {
         Names { cluster: name.into(), namespace: namespace.into() }
     }
-    /// The StatefulSet.
-    pub fn statefulset(&self) -> String {
-        self.cluster.clone()
-    }
-    /// The headless Service that gives each pod a stable DNS name.
-    pub fn headless_service(&self) -> String {
-        format!("{}{HEADLESS_SUFFIX}", self.cluster)
+    /// The names every StatefulSet cluster has (StatefulSet, headless Service, pods, claims).
+    pub fn set(&self) -> set::Names<'_> {
+        set::Names {
+            cluster: &self.cluster,
+            namespace: &self.namespace,
+            app: APP_NAME,
+            headless_suffix: HEADLESS_SUFFIX,
+        }
     }
     /// The read-write Service (the primary).
     pub fn read_write_service(&self) -> String {
@@ -80,28 +81,21 @@ impl Names {
     pub fn secret(&self) -> String {
         format!("{}-passwords", self.cluster)
     }
-    /// The PodDisruptionBudget.
-    pub fn pdb(&self) -> String {
-        self.cluster.clone()
-    }
     /// Pod of `ordinal`.
     pub fn pod(&self, ordinal: u32) -> String {
-        format!("{}-{ordinal}", self.cluster)
+        self.set().pod(ordinal)
     }
-    /// The data PersistentVolumeClaim of `ordinal` (StatefulSet naming: template-pod).
+    /// The data PersistentVolumeClaim of `ordinal`.
     pub fn data_claim(&self, ordinal: u32) -> String {
-        format!("{}-{}", statefulset::DATA_VOLUME, self.pod(ordinal))
+        self.set().data_claim(ordinal)
     }
     /// Stable DNS name of the pod of `ordinal`.
     pub fn pod_host(&self, ordinal: u32) -> String {
-        format!("{}.{}.{}.svc", self.pod(ordinal), self.headless_service(), self.namespace)
+        self.set().host(ordinal)
     }
     /// Labels that select every pod of the cluster (the StatefulSet's selector).
     pub fn selector_labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (NAME_LABEL.to_string(), APP_NAME.to_string()),
-            (INSTANCE_LABEL.to_string(), self.cluster.clone()),
-        ])
+        self.set().selector()
     }
     /// Labels that select the pods of one role.
     pub fn role_selector(&self, role: &str) -> BTreeMap<String, String> {
@@ -109,13 +103,6 @@ impl Names {
         labels.insert(ROLE_LABEL.to_string(), role.to_string());
         labels
     }
-}
-
-/// The ordinal of pod `pod` of cluster `cluster` (`<cluster>-<ordinal>`); `None` for any
-/// other name, e.g. a pod of a cluster whose name merely starts the same.
-pub fn ordinal_of(cluster: &str, pod: &str) -> Option<u32> {
-    let (prefix, ordinal) = pod.rsplit_once('-')?;
-    (prefix == cluster).then(|| ordinal.parse().ok()).flatten()
 }
 
 /// A stable 64-bit FNV-1a hash, hex, for annotations that change when content changes.
@@ -135,8 +122,7 @@ mod tests {
     #[test]
     fn names_follow_the_cluster_name() {
         let n = Names::new("db", "prod");
-        assert_eq!(n.statefulset(), "db");
-        assert_eq!(n.headless_service(), "db-hl");
+        assert_eq!(n.set().headless_service(), "db-hl");
         assert_eq!(n.read_write_service(), "db-primary");
         assert_eq!(n.read_only_service(), "db-replicas");
         assert_eq!(n.config_map(), "db-config");
@@ -146,15 +132,6 @@ mod tests {
         assert_eq!(n.pod_host(0), "db-0.db-hl.prod.svc");
         assert_eq!(n.role_selector(ROLE_PRIMARY)[ROLE_LABEL], "primary");
         assert_eq!(n.role_selector(ROLE_PRIMARY).len(), 3);
-    }
-
-    #[test]
-    fn ordinals_come_only_from_the_clusters_own_pods() {
-        assert_eq!(ordinal_of("db", "db-2"), Some(2));
-        assert_eq!(ordinal_of("my-db", "my-db-10"), Some(10));
-        assert_eq!(ordinal_of("db", "db-primary"), None);
-        assert_eq!(ordinal_of("db", "other-db-1"), None);
-        assert_eq!(ordinal_of("db", "db"), None);
     }
 
     #[test]

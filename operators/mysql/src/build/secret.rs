@@ -7,7 +7,6 @@ use std::fmt;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rand::Rng;
 
 use super::Names;
@@ -92,12 +91,7 @@ pub fn secret(names: &Names, passwords: &Passwords) -> Secret {
         (BACKUP_KEY.to_string(), ByteString(passwords.backup.as_bytes().to_vec())),
     ]);
     Secret {
-        metadata: ObjectMeta {
-            name: Some(names.secret()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector_labels()),
-            ..Default::default()
-        },
+        metadata: names.set().meta(names.secret()),
         type_: Some("Opaque".into()),
         data: Some(data),
         ..Default::default()

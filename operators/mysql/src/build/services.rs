@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use statecraft_shared::statefulset as set;
 
 use super::{MYSQL_PORT, Names, ROLE_PRIMARY, ROLE_REPLICA};
 use crate::validate::ValidSpec;
@@ -21,33 +22,15 @@ fn port() -> Vec<ServicePort> {
 /// The headless Service the StatefulSet's pods get their DNS names from. It publishes pods
 /// that are not ready: the operator must reach a server before it can make it ready.
 pub fn headless_service(names: &Names) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some(names.headless_service()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector_labels()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            cluster_ip: Some("None".into()),
-            publish_not_ready_addresses: Some(true),
-            selector: Some(names.selector_labels()),
-            ports: Some(port()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    set::headless_service(&names.set(), port())
 }
 
 fn client_service(valid: &ValidSpec, names: &Names, name: String, role: &str, publish_not_ready: bool) -> Service {
     let options = &valid.spec.service;
     Service {
         metadata: ObjectMeta {
-            name: Some(name),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(names.selector_labels()),
             annotations: (!options.annotations.is_empty()).then(|| options.annotations.clone()),
-            ..Default::default()
+            ..names.set().meta(name)
         },
         spec: Some(ServiceSpec {
             type_: Some(options.type_.as_str().into()),

@@ -2,14 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, Lifecycle,
-    LifecycleHandler, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, SeccompProfile, Volume, VolumeMount, VolumeResourceRequirements,
+    LifecycleHandler, PodSecurityContext, PodSpec, Probe, SeccompProfile, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::config::{
     ALIVE_SH, BACKUP_PASSWORD_ENV, CONFIG_DIR, DATA_MOUNT, HANDOVER_SH, OPERATOR_PASSWORD_ENV, READ_WRITE_SERVICE_ENV,
@@ -19,6 +16,7 @@ use super::secret::{BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
 use super::{MYSQL_PORT, Names, content_hash};
 use crate::validate::ValidSpec;
 use statecraft_shared::deploy::{field_env, restricted_container, secret_env, spread_over_nodes};
+use statecraft_shared::statefulset as set;
 
 /// The uid and gid of `mysql` in the server images.
 pub const MYSQL_UID: i64 = 999;
@@ -28,13 +26,7 @@ pub const CONFIG_HASH_ANNOTATION: &str = "mysql.statecraft.io/config-hash";
 /// Name of the server container.
 pub const CONTAINER: &str = "mysql";
 /// Name of the data volume claim template.
-pub const DATA_VOLUME: &str = "data";
-
-/// Pods are created in parallel, not `OrderedReady`: readiness means "serving in its role",
-/// so after a full restart pod 0 (if it was a replica) could never become ready before its
-/// primary, a higher ordinal, is created — OrderedReady would deadlock the cluster. The
-/// operator, not the StatefulSet, decides roles and order.
-pub const POD_MANAGEMENT_POLICY: &str = "Parallel";
+pub use statecraft_shared::statefulset::DATA_VOLUME;
 
 fn exec_probe(script: &str, period: i32, timeout: i32, failures: i32) -> Probe {
     Probe {
@@ -78,7 +70,6 @@ fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
 /// replicas first and primary last.
 pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
     let spec = &valid.spec;
-    let selector = names.selector_labels();
     let annotations = BTreeMap::from([(CONFIG_HASH_ANNOTATION.to_string(), content_hash(&my_cnf(valid)))]);
 
     let container = Container {
@@ -89,7 +80,11 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         env: Some(vec![
             field_env("POD_NAME", "metadata.name"),
             field_env("POD_NAMESPACE", "metadata.namespace"),
-            EnvVar { name: "HEADLESS_SERVICE".into(), value: Some(names.headless_service()), ..Default::default() },
+            EnvVar {
+                name: "HEADLESS_SERVICE".into(),
+                value: Some(names.set().headless_service()),
+                ..Default::default()
+            },
             EnvVar {
                 name: READ_WRITE_SERVICE_ENV.into(),
                 value: Some(names.read_write_service()),
@@ -149,7 +144,7 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
             ..Default::default()
         }),
-        affinity: Some(spread_over_nodes(&selector)),
+        affinity: Some(spread_over_nodes(&names.selector_labels())),
         volumes: Some(vec![
             Volume {
                 name: "config".into(),
@@ -166,46 +161,14 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         ..Default::default()
     };
 
-    let claim = PersistentVolumeClaim {
-        metadata: ObjectMeta { name: Some(DATA_VOLUME.into()), labels: Some(selector.clone()), ..Default::default() },
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            storage_class_name: spec.storage.storage_class_name.clone(),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(spec.storage.size.clone()))])),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
+    let parts = set::Parts {
+        replicas: if spec.stopped { 0 } else { spec.replicas },
+        pod,
+        pod_annotations: Some(annotations),
+        claim: set::data_claim_template(&names.set(), &spec.storage.size, spec.storage.storage_class_name.clone()),
+        claim_retention: None,
     };
-
-    StatefulSet {
-        metadata: ObjectMeta {
-            name: Some(names.statefulset()),
-            namespace: Some(names.namespace.clone()),
-            labels: Some(selector.clone()),
-            ..Default::default()
-        },
-        spec: Some(StatefulSetSpec {
-            replicas: Some(if spec.stopped { 0 } else { spec.replicas }),
-            service_name: Some(names.headless_service()),
-            pod_management_policy: Some(POD_MANAGEMENT_POLICY.into()),
-            update_strategy: Some(StatefulSetUpdateStrategy { type_: Some("OnDelete".into()), ..Default::default() }),
-            selector: LabelSelector { match_labels: Some(selector.clone()), ..Default::default() },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(selector),
-                    annotations: Some(annotations),
-                    ..Default::default()
-                }),
-                spec: Some(pod),
-            },
-            volume_claim_templates: Some(vec![claim]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    set::statefulset(&names.set(), parts)
 }
 
 #[cfg(test)]
@@ -216,6 +179,7 @@ mod tests {
     use crate::validate::tests::{spec, valid};
     use crate::validate::validate;
     use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     fn build(s: &MySQLClusterSpec) -> StatefulSet {
         statefulset(&validate(s).unwrap(), &Names::new("db", "ns"))

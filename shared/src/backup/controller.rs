@@ -18,6 +18,7 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::batch::v1::Job;
+use kube::core::object::HasStatus;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -115,12 +116,12 @@ pub struct Stored {
 }
 
 /// A backup resource (`MySQLBackup`, `EtcdBackup`) as the shared controller drives it:
-/// what is specific to the operator's system.
-pub trait BackupResource: Object {
+/// what is specific to the operator's system. Its status (`HasStatus`, which the
+/// `CustomResource` derive implements) is the operator's own type, which flattens a
+/// [`BackupStatus`].
+pub trait BackupResource: Object + HasStatus<Status: Status> {
     /// The cluster resource the backup names.
     type Cluster: Object;
-    /// The operator's status, which flattens a [`BackupStatus`].
-    type Status: Status;
     /// What the Job reports in its termination message.
     type Report: DeserializeOwned + Send;
     /// The operator's controller context.
@@ -141,8 +142,6 @@ pub trait BackupResource: Object {
     fn deadline(&self) -> &JobDeadline;
     /// The cluster's backup policy, if it has one.
     fn policy(cluster: &Self::Cluster) -> Option<&BackupPolicy>;
-    /// The status, if written yet.
-    fn status(&self) -> Option<&Self::Status>;
     /// The shared core of the operator's status.
     fn common(status: &Self::Status) -> &BackupStatus;
     /// The same, to write.

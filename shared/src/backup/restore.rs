@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::PostParams;
+use kube::core::object::HasStatus;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 
@@ -68,11 +69,11 @@ pub enum Progress {
 }
 
 /// A restore resource (`MySQLRestore`, `EtcdRestore`) as the shared controller drives it.
-pub trait RestoreResource: Object {
+/// Its status (`HasStatus`, which the `CustomResource` derive implements) is the
+/// operator's own type, which flattens a [`RestoreStatus`] (or is one).
+pub trait RestoreResource: Object + HasStatus<Status: Status> {
     /// The backup resource it restores from.
     type Backup: BackupResource;
-    /// The operator's status, which flattens a [`RestoreStatus`].
-    type Status: Status;
     /// What [`prepare`](Self::prepare) works out for [`load`](Self::load).
     type Plan: Send;
 
@@ -87,8 +88,6 @@ pub trait RestoreResource: Object {
     fn location(&self) -> Option<&BackupLocation>;
     /// `spec.target.name`.
     fn target_name(&self) -> &str;
-    /// The status, if written yet.
-    fn status(&self) -> Option<&Self::Status>;
     /// The shared core of the operator's status.
     fn common(status: &Self::Status) -> &RestoreStatus;
     /// The same, to write.

@@ -39,7 +39,6 @@ pub async fn reconcile(backup: Arc<EtcdBackup>, ctx: Arc<Context>) -> Result<Act
 
 impl BackupResource for EtcdBackup {
     type Cluster = EtcdCluster;
-    type Status = EtcdBackupStatus;
     type Report = SnapshotReport;
     type Context = Context;
 
@@ -64,10 +63,6 @@ impl BackupResource for EtcdBackup {
 
     fn policy(cluster: &EtcdCluster) -> Option<&BackupPolicy> {
         cluster.spec.backup.as_ref()
-    }
-
-    fn status(&self) -> Option<&EtcdBackupStatus> {
-        self.status.as_ref()
     }
 
     fn common(status: &EtcdBackupStatus) -> &BackupStatus {

@@ -33,7 +33,6 @@ pub async fn reconcile(restore: Arc<EtcdRestore>, ctx: Arc<Context>) -> Result<A
 
 impl RestoreResource for EtcdRestore {
     type Backup = EtcdBackup;
-    type Status = EtcdRestoreStatus;
     type Plan = ();
 
     const RESTORED_BY_ANNOTATION: &'static str = RESTORED_BY_ANNOTATION;
@@ -49,10 +48,6 @@ impl RestoreResource for EtcdRestore {
 
     fn target_name(&self) -> &str {
         &self.spec.target.name
-    }
-
-    fn status(&self) -> Option<&EtcdRestoreStatus> {
-        self.status.as_ref()
     }
 
     fn common(status: &EtcdRestoreStatus) -> &EtcdRestoreStatus {

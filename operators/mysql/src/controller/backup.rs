@@ -61,7 +61,6 @@ pub async fn running_job(ctx: &Context, cluster: &str) -> Result<Option<String>>
 
 impl BackupResource for MySQLBackup {
     type Cluster = MySQLCluster;
-    type Status = MySQLBackupStatus;
     type Report = BackupReport;
     type Context = Context;
 
@@ -86,10 +85,6 @@ impl BackupResource for MySQLBackup {
 
     fn policy(cluster: &MySQLCluster) -> Option<&BackupPolicy> {
         cluster.spec.backup.as_ref()
-    }
-
-    fn status(&self) -> Option<&MySQLBackupStatus> {
-        self.status.as_ref()
     }
 
     fn common(status: &MySQLBackupStatus) -> &BackupStatus {

@@ -49,7 +49,6 @@ pub async fn reconcile(restore: Arc<MySQLRestore>, ctx: Arc<Context>) -> Result<
 
 impl RestoreResource for MySQLRestore {
     type Backup = MySQLBackup;
-    type Status = MySQLRestoreStatus;
     /// The binary logs to replay after the dump, for a point-in-time restore.
     type Plan = Option<Replay>;
 
@@ -66,10 +65,6 @@ impl RestoreResource for MySQLRestore {
 
     fn target_name(&self) -> &str {
         &self.spec.target.name
-    }
-
-    fn status(&self) -> Option<&MySQLRestoreStatus> {
-        self.status.as_ref()
     }
 
     fn common(status: &MySQLRestoreStatus) -> &statecraft_shared::backup::RestoreStatus {

@@ -1214,7 +1214,7 @@ async fn mysql_point_in_time_restore_replays_archived_binlogs_up_to_the_second()
 
 /// Criteria: L5.abnormality-detection (a replica made to lag by a 60 s replication delay
 /// while a client writes is flagged against its own recent lag: the cluster's `Abnormal`
-/// condition, a Warning Event and the `member_abnormality` metric name it, and all three
+/// condition, a Warning Event and the `member_abnormal` metric name it, and all three
 /// clear once the delay is removed), L4.events.
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
@@ -1260,7 +1260,7 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
     assert!(text.lines().any(|l| l == raised), "the leader exports {raised}");
     let others: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with("statecraft_mysql_member_abnormality{") && l.ends_with(" 1") && !l.contains(&replica))
+        .filter(|l| l.starts_with("statecraft_mysql_member_abnormal{") && l.ends_with(" 1") && !l.contains(&replica))
         .collect();
     assert!(others.is_empty(), "only {replica} is abnormal: {others:?}");
 
@@ -1303,7 +1303,7 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
 /// The abnormality series of a replication lag spike on `member` of cluster `db`.
 fn abnormality_series(member: &str, value: u8) -> String {
     format!(
-        "statecraft_mysql_member_abnormality{{cluster=\"db\",kind=\"ReplicationLagSpike\",member=\"{member}\"}} {value}"
+        "statecraft_mysql_member_abnormal{{cluster=\"db\",kind=\"ReplicationLagSpike\",member=\"{member}\"}} {value}"
     )
 }
 

@@ -62,7 +62,7 @@ const MONITORS: &str = "deploy/etcd/podmonitor.yaml";
 const MEMBER_LABELS: [&str; 2] = ["cluster", "member"];
 /// Labels whose values form a closed set the test fully exercises, so that a matcher on
 /// them must name values that exist (`phase="Healty"` would match nothing, forever).
-const CLOSED_LABELS: [&str; 4] = ["phase", "result", "alarm", "reason"];
+const CLOSED_LABELS: [&str; 5] = ["phase", "result", "alarm", "reason", "kind"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -238,9 +238,9 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
     for ok in [
         r#"max by (cluster, member) (statecraft_etcd_member_up{cluster=~"$cluster", namespace="n"}) and on (cluster, member) statecraft_etcd_member_learner"#,
         r#"histogram_quantile(0.99, sum by (cluster, member, le) (rate(etcd_disk_wal_fsync_duration_seconds_bucket{cluster=~"$cluster"}[5m])))"#,
-        r#"sum by (step) (rate(statecraft_etcd_operations_total{result="error", step=~".+"}[5m]))"#,
+        r#"sum by (operation) (rate(statecraft_etcd_operations_total{result="error", operation=~".+"}[5m]))"#,
         r#"statecraft_etcd_cluster_phase{phase=~"Pending|Healthy|QuorumLost"} == 1"#,
-        r#"statecraft_etcd_member_alarm{alarm="NOSPACE"} == 1 or statecraft_etcd_member_abnormal{reason="SlowDisk"} == 1"#,
+        r#"statecraft_etcd_member_alarm{alarm="NOSPACE"} == 1 or statecraft_etcd_member_abnormal{kind="SlowDisk"} == 1"#,
         "time() - max by (namespace, cluster) (statecraft_etcd_backup_last_success_timestamp_seconds) > 9e4",
     ] {
         assert_eq!(known.check_expr("q", ok), Vec::<String>::new(), "{ok}");
@@ -253,7 +253,7 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
         (r#"etcd_server_has_leader{phase="Healthy"}"#, "has no label \"phase\""),
         (r#"statecraft_etcd_cluster_phase{phase=~"Healthy|Healty"}"#, "phase=\"Healty\""),
         (r#"statecraft_etcd_member_alarm{alarm="NOSPC"}"#, "alarm=\"NOSPC\""),
-        (r#"statecraft_etcd_member_abnormal{reason="Slow"}"#, "reason=\"Slow\""),
+        (r#"statecraft_etcd_member_abnormal{kind="Slow"}"#, "kind=\"Slow\""),
         ("max by (clustr) (statecraft_etcd_member_up)", "label \"clustr\""),
         ("max by (le) (statecraft_etcd_member_up)", "label \"le\""),
         ("vector(1)", "uses no metric"),

@@ -149,7 +149,7 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
     for ok in [
         r#"max by (cluster, member) (statecraft_mysql_member_up{cluster=~"$cluster", namespace="n"}) and on (cluster, member) statecraft_mysql_member_errant"#,
         r#"histogram_quantile(0.9, sum by (controller, le) (rate(statecraft_mysql_reconcile_duration_seconds_bucket[5m])))"#,
-        r#"sum by (operation) (rate(statecraft_mysql_clustering_operations_total{result="error", operation=~"fence|failover"}[5m]))"#,
+        r#"sum by (operation) (rate(statecraft_mysql_operations_total{result="error", operation=~"fence|failover"}[5m]))"#,
         r#"statecraft_mysql_cluster_phase{phase=~"Stopped|Paused|Initializing|Healthy|Degraded|Failed|Lost"} == 1"#,
     ] {
         assert_eq!(registered.check_expr("q", ok), Vec::<String>::new(), "{ok}");
@@ -160,7 +160,7 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
         (r#"statecraft_mysql_member_up{membr="x"}"#, "has no label \"membr\""),
         (r#"statecraft_mysql_member_up{phase="Healthy"}"#, "has no label \"phase\""),
         (r#"statecraft_mysql_cluster_phase{phase=~"Healthy|Healty"}"#, "phase=\"Healty\""),
-        (r#"statecraft_mysql_clustering_operations_total{result="failed"}"#, "result=\"failed\""),
+        (r#"statecraft_mysql_operations_total{result="failed"}"#, "result=\"failed\""),
         ("max by (clustr) (statecraft_mysql_member_up)", "label \"clustr\""),
         ("up == 0", "metric up is not registered"),
         ("vector(1)", "uses no metric"),

@@ -89,13 +89,13 @@ impl ServerMetrics {
             operations: ClusterFamily::register(
                 registry,
                 IntCounterVec::new(
-                    Opts::new("clustering_operations_total", "Clustering operations performed, by kind and result."),
+                    Opts::new("operations_total", "Clustering operations performed, by operation and result."),
                     &["cluster", "operation", "result"],
                 )?,
             )?,
             abnormality: gauge(
-                "member_abnormality",
-                "1 while the operator's abnormality detection finds the member abnormal, by kind.",
+                "member_abnormal",
+                "1 while the operator's abnormality detector finds the member abnormal, by kind.",
                 &["cluster", "member", "kind"],
             )?,
             client_connections: gauge(
@@ -307,7 +307,7 @@ mod tests {
             r#"member_gtid_transactions{cluster="db",member="db-0"} 42"#,
             r#"cluster_phase{cluster="db",phase="Healthy"} 1"#,
             r#"cluster_phase{cluster="db",phase="Failed"} 0"#,
-            r#"clustering_operations_total{cluster="db",operation="failover",result="success"} 1"#,
+            r#"operations_total{cluster="db",operation="failover",result="success"} 1"#,
             r#"backup_last_success_timestamp_seconds{cluster="db"} 200"#,
             r#"backups_total{cluster="db",result="failure"} 1"#,
         ] {
@@ -325,11 +325,8 @@ mod tests {
         m.abnormalities("db", "db-1", &[lag]);
         let text = render(&registry);
         assert!(text.contains(r#"member_up{cluster="db",member="db-1"} 1"#));
-        assert!(
-            text.contains(r#"member_abnormality{cluster="db",kind="ReplicationLagSpike",member="db-1"} 1"#),
-            "{text}"
-        );
-        assert!(text.contains(r#"member_abnormality{cluster="db",kind="ConnectionErrorSpike",member="db-1"} 0"#));
+        assert!(text.contains(r#"member_abnormal{cluster="db",kind="ReplicationLagSpike",member="db-1"} 1"#), "{text}");
+        assert!(text.contains(r#"member_abnormal{cluster="db",kind="ConnectionErrorSpike",member="db-1"} 0"#));
         m.observe("db", &o, &d);
         assert!(!render(&registry).contains(r#"member="db-1""#), "scaled-away member still exported");
         m.forget("db");

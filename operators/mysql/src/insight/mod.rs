@@ -3,7 +3,7 @@
 //! every second (no extra connection: the error counters are read by the observation).
 //!
 //! A finding is reported three ways, so that it reaches whoever looks: the metric
-//! `statecraft_mysql_member_abnormality{cluster,member,kind}` (1 while it lasts, for the
+//! `statecraft_mysql_member_abnormal{cluster,member,kind}` (1 while it lasts, for the
 //! `MySQLMemberAbnormal` alert), a Warning Event when it starts (not every second), and the
 //! cluster's `Abnormal` condition, which names the members and the figures that raised it.
 //! The clustering task calls [`Monitor::observe`] once a pass.

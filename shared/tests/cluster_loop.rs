@@ -5,7 +5,7 @@
 //! lead observes but neither acts nor writes the status.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -18,6 +18,7 @@ use statecraft_shared::runner::Runtime;
 use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::testing::apiserver::ApiServer;
 use statecraft_shared::testing::echo::{Echo, EchoSpec, EchoStatus};
+use statecraft_shared::testing::eventually;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 
 type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -116,24 +117,6 @@ async fn create_echo(client: &Client, ns: &str, name: &str, message: &str) -> Te
 fn ready_message(echo: &Echo) -> Option<String> {
     let status = echo.status.as_ref()?;
     status.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.message.clone())
-}
-
-/// Polls `check` until it returns `Some`, or fails after `timeout` naming `what`.
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> TestResult<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let started = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return Ok(v);
-        }
-        if started.elapsed() > timeout {
-            return Err(format!("timed out after {timeout:?} waiting for {what}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]

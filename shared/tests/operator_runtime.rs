@@ -19,6 +19,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use statecraft_shared::apply::{Applier, ApplyCache, OrphanPolicy};
 use statecraft_shared::testing::apiserver::ApiServer;
+use statecraft_shared::testing::eventually;
 use tokio::process::{Child, Command};
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_statecraft-echo");
@@ -43,24 +44,6 @@ fn config_map(name: &str, value: &str) -> ConfigMap {
 
 fn data(cm: ConfigMap, key: &str) -> Option<String> {
     cm.data.and_then(|d| d.get(key).cloned())
-}
-
-/// Polls `check` until it returns `Some`, or fails after `timeout` naming `what`.
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> TestResult<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let started = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return Ok(v);
-        }
-        if started.elapsed() > timeout {
-            return Err(format!("timed out after {timeout:?} waiting for {what}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]

@@ -67,6 +67,25 @@ pub fn free_port() -> Result<u16, HarnessError> {
     listener.local_addr().map(|a| a.port()).map_err(|e| HarnessError::Setup(format!("local address: {e}")))
 }
 
+/// Polls `check` every 100 ms until it returns `Some`, or fails after `timeout` with an
+/// error naming `what` it waited for.
+pub async fn eventually<T, F, Fut>(timeout: std::time::Duration, what: &str, mut check: F) -> Result<T, HarnessError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return Ok(v);
+        }
+        if started.elapsed() > timeout {
+            return Err(HarnessError::Setup(format!("timed out after {timeout:?} waiting for {what}")));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The last `lines` lines of a log file, for error messages.
 pub fn log_tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

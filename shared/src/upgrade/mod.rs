@@ -118,3 +118,17 @@ mod tests;
 pub use execute::{Action, DEFAULT_RESTART_TIMEOUT, Gate, Step, UpgradeGates, next_step, next_step_at};
 pub use plan::{Member, PendingRestart, Plan, Role, plan};
 pub use progress::{InFlightMember, UpgradeBlock, UpgradeProgress};
+
+/// A pass's rolling-upgrade step as the per-cluster loop takes it: the engine's action (for
+/// the Progressing condition) and whether to pass again at once. A failed step is logged and
+/// counts as none: the rest of the pass goes on, and the next pass tries again.
+pub fn taken(step: crate::Result<Option<(Action, bool)>>, cluster: &str) -> (Option<Action>, bool) {
+    match step {
+        Ok(Some((action, again))) => (Some(action), again),
+        Ok(None) => (None, false),
+        Err(e) => {
+            tracing::warn!(cluster, error = %e, "rolling upgrade step failed");
+            (None, false)
+        }
+    }
+}

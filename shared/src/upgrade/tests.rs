@@ -641,3 +641,12 @@ async fn random_clusters_keep_the_invariants() {
         assert!(fake.members().iter().all(|m| m.is_on_target() && m.ready), "case {case}");
     }
 }
+
+#[test]
+fn a_failed_roll_step_counts_as_none_and_a_taken_one_says_whether_to_pass_again() {
+    let restart = Action::Restart { member: "db-1".into() };
+    assert_eq!(super::taken(Ok(Some((restart.clone(), true))), "db"), (Some(restart), true));
+    assert_eq!(super::taken(Ok(Some((Action::Done, false))), "db"), (Some(Action::Done), false));
+    assert_eq!(super::taken(Ok(None), "db"), (None, false));
+    assert_eq!(super::taken(Err(crate::Error::NotLeading), "db"), (None, false));
+}

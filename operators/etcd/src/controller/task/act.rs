@@ -65,15 +65,13 @@ pub async fn act(
         }
         // A new pod revision is rolled only when membership is settled.
         if *step == Step::Idle {
-            match roll_step(ctx, cluster, names, &o.kube, &o.observed, status).await {
-                Ok(Some((action, again))) => {
-                    roll = Some(action);
-                    if again {
-                        next = Next::Now;
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => warn!(cluster = %name, error = %e, "rolling upgrade step failed"),
+            let (action, again) = statecraft_shared::upgrade::taken(
+                roll_step(ctx, cluster, names, &o.kube, &o.observed, status).await,
+                name,
+            );
+            roll = action;
+            if again {
+                next = Next::Now;
             }
         }
     }

@@ -107,15 +107,13 @@ pub async fn act(
             backup_running: None,
             new_primary: Mutex::new(None),
         };
-        match roll_step(ctx, cluster, &o.pods, &mut gates, o.observed.recorded_primary, status).await {
-            Ok(Some((action, again))) => {
-                roll = Some(action);
-                if again {
-                    next = Next::Now;
-                }
-            }
-            Ok(None) => {}
-            Err(e) => warn!(cluster = %name, error = %e, "rolling upgrade step failed"),
+        let (action, again) = statecraft_shared::upgrade::taken(
+            roll_step(ctx, cluster, &o.pods, &mut gates, o.observed.recorded_primary, status).await,
+            &name,
+        );
+        roll = action;
+        if again {
+            next = Next::Now;
         }
     }
 

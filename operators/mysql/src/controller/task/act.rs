@@ -108,7 +108,7 @@ pub async fn act(
             new_primary: Mutex::new(None),
         };
         let (action, again) = statecraft_shared::upgrade::taken(
-            roll_step(ctx, cluster, &o.pods, &mut gates, o.observed.recorded_primary, status).await,
+            roll_step(ctx, cluster, names, &o.pods, &mut gates, o.observed.recorded_primary, status).await,
             &name,
         );
         roll = action;
@@ -142,6 +142,7 @@ pub async fn act(
 async fn roll_step(
     ctx: &Context,
     cluster: &MySQLCluster,
+    names: &Names,
     pods: &[Pod],
     gates: &mut Gates<'_>,
     primary: Option<u32>,
@@ -161,7 +162,6 @@ async fn roll_step(
     }
     let mut progress = status.upgrade.clone().unwrap_or_default();
     let step = next_step(&members, &*gates, &progress).await?;
-    let names = Names::new(&name, &rt.namespace);
     let moved = gates.new_primary.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(p) = moved {
         status.current_primary = Some(names.pod(p));

@@ -104,11 +104,13 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         .map(|i| target(&names, i, pods.iter().find(|p| p.name_any() == names.pod(i))))
         .collect();
 
-    let status = cluster.status.clone().unwrap_or_default();
+    let status = cluster.status.as_ref();
     let recorded = recorded_primary(cluster);
     let request = cluster.annotations().get(SWITCHOVER_ANNOTATION).cloned();
-    let switchover_to =
-        request.as_ref().filter(|r| status.handled_switchover.as_ref() != Some(*r)).and_then(|r| ordinal_of(&name, r));
+    let switchover_to = request
+        .as_ref()
+        .filter(|r| status.and_then(|s| s.handled_switchover.as_ref()) != Some(*r))
+        .and_then(|r| ordinal_of(&name, r));
 
     let listed = routed(&rt.client, &rt.namespace, &names, &name).await?;
     let read_started = Instant::now();
@@ -129,7 +131,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
             memory.configured.keys().copied().collect()
         },
         restarted,
-        deposed: status.deposed_primary.as_deref().and_then(|p| ordinal_of(&name, p)),
+        deposed: status.and_then(|s| s.deposed_primary.as_deref()).and_then(|p| ordinal_of(&name, p)),
         routed: memory.routes.observe(&listed, Instant::now()),
     };
     Ok(Some(Observation { valid, spec_problem, names, dp, pods, targets, observed, request, switchover_to }))

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::events::EventPublisher;
+use crate::reason::Reason;
 use crate::runner::Runtime;
 use crate::status::patch_status;
 use crate::tasks::{RestartReporter, Tasks, Wake};
@@ -202,7 +203,7 @@ async fn pass<L: ClusterLoop>(rt: &Runtime, task: &mut L, name: &str, uid: &str)
 
 /// The wait last published as an Event, so that a long wait is one Event, not one a pass.
 #[derive(Debug, Default)]
-pub struct Waits(Option<&'static str>);
+pub struct Waits(Option<Reason>);
 
 impl Waits {
     /// Publishes a `Wait` Event for `reason` on `cluster` unless the last one was for the
@@ -212,10 +213,11 @@ impl Waits {
         &mut self,
         events: &EventPublisher,
         cluster: &K,
-        reason: &'static str,
+        reason: impl Into<Reason>,
         message: &str,
         warning: bool,
     ) {
+        let reason = reason.into();
         if !self.begins(reason) {
             return;
         }
@@ -231,7 +233,7 @@ impl Waits {
     }
 
     /// Whether a wait for `reason` is a new one (and remembers it).
-    fn begins(&mut self, reason: &'static str) -> bool {
+    fn begins(&mut self, reason: Reason) -> bool {
         self.0.replace(reason) != Some(reason)
     }
 }
@@ -239,15 +241,17 @@ impl Waits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::Common;
 
     #[test]
     fn a_wait_is_published_once_until_its_reason_changes_or_it_ends() {
+        let (down, waiting) = (Reason::from(Common::MemberNotReady), Reason::from(Common::RestartPending));
         let mut waits = Waits::default();
-        assert!(waits.begins("PrimaryDown"));
-        assert!(!waits.begins("PrimaryDown"), "the same wait, a pass later");
-        assert!(waits.begins("WaitingForServers"), "another reason");
-        assert!(waits.begins("PrimaryDown"), "back to the first: a new wait");
+        assert!(waits.begins(down));
+        assert!(!waits.begins(down), "the same wait, a pass later");
+        assert!(waits.begins(waiting), "another reason");
+        assert!(waits.begins(down), "back to the first: a new wait");
         waits.clear();
-        assert!(waits.begins("PrimaryDown"), "after the wait ended");
+        assert!(waits.begins(down), "after the wait ended");
     }
 }

@@ -31,6 +31,18 @@ pub fn images_env(key: &str) -> Option<&'static str> {
     IMAGES_ENV.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| *k == key).map(|(_, v)| v.trim())
 }
 
+/// The default operand image tagged `tag`: the `key` entry of `images.env` (what the local
+/// cluster has imported) when it has that tag, else the same repository, or `repository`
+/// where `images.env` has no such entry, tagged `tag`.
+pub fn operand_image(key: &str, repository: &str, tag: &str) -> String {
+    let Some(built) = images_env(key) else { return format!("{repository}:{tag}") };
+    match built.rsplit_once(':') {
+        Some((_, built_tag)) if built_tag == tag => built.to_string(),
+        Some((built_repository, _)) => format!("{built_repository}:{tag}"),
+        None => format!("{built}:{tag}"),
+    }
+}
+
 const METRICS_PORT: i32 = 8080;
 const HEALTH_PORT: i32 = 8081;
 
@@ -190,6 +202,13 @@ mod tests {
     fn operator_images_come_from_images_env() {
         assert_eq!(default_image("statecraft-mysql"), Some("docker.io/statecraft/statecraft-mysql:dev"));
         assert_eq!(default_image("no-such-operator"), None);
+    }
+
+    #[test]
+    fn an_operand_image_is_the_one_built_here_when_its_tag_matches() {
+        assert_eq!(operand_image("ETCD_IMAGE", "elsewhere/etcd", "v3.6.16"), "gcr.io/etcd-development/etcd:v3.6.16");
+        assert_eq!(operand_image("ETCD_IMAGE", "elsewhere/etcd", "v3.5.21"), "gcr.io/etcd-development/etcd:v3.5.21");
+        assert_eq!(operand_image("NO_SUCH_IMAGE", "docker.io/library/mysql", "8.4"), "docker.io/library/mysql:8.4");
     }
 
     #[test]

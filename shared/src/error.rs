@@ -9,6 +9,7 @@
 //! - [`ErrorCategory::Permanent`]: a bug or a state the operator cannot recover from on its
 //!   own. Reported, retried slowly so that a fixed operator picks it up again.
 
+use crate::reason::{Common, Reason};
 use std::time::Duration;
 
 /// Shorthand for results whose error is [`Error`].
@@ -101,18 +102,17 @@ impl Error {
         }
     }
 
-    /// A short machine-readable reason for conditions and Events (CamelCase, as Kubernetes
-    /// expects in `reason` fields).
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Error::InvalidSpec { .. } => "InvalidSpec",
-            Error::Kube { .. } => "KubernetesApiError",
-            Error::Serde { .. } => "SerializationError",
-            Error::DataPlane { .. } => "DataPlaneError",
-            Error::S3(_) => "BackupStoreError",
-            Error::NotLeading => "NotLeading",
-            Error::Permanent(_) => "PermanentError",
-        }
+    /// The reason for conditions and Events.
+    pub fn reason(&self) -> Reason {
+        Reason::from(match self {
+            Error::InvalidSpec { .. } => Common::InvalidSpec,
+            Error::Kube { .. } => Common::KubernetesApiError,
+            Error::Serde { .. } => Common::SerializationError,
+            Error::DataPlane { .. } => Common::DataPlaneError,
+            Error::S3(_) => Common::BackupStoreError,
+            Error::NotLeading => Common::NotLeading,
+            Error::Permanent(_) => Common::PermanentError,
+        })
     }
 }
 
@@ -145,7 +145,7 @@ mod tests {
     fn invalid_spec_message_names_the_field() {
         let e = Error::invalid_spec("spec.replicas", "must be 1, 3 or 5");
         assert_eq!(e.to_string(), "invalid spec: spec.replicas: must be 1, 3 or 5");
-        assert_eq!(e.reason(), "InvalidSpec");
+        assert_eq!(e.reason(), Common::InvalidSpec);
     }
 
     #[test]

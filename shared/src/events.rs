@@ -14,6 +14,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use tracing::warn;
 
+use crate::reason::Reason;
+
 /// Publishes Events as one reporting controller (the operator).
 #[derive(Clone)]
 pub struct EventPublisher {
@@ -27,11 +29,11 @@ impl EventPublisher {
         EventPublisher { recorder: Recorder::new(client, reporter) }
     }
 
-    /// A `Normal` event: something the operator did. `reason` and `action` are CamelCase.
+    /// A `Normal` event: something the operator did. `action` is CamelCase; `reason` comes from a catalogue.
     pub async fn normal<K: Resource<DynamicType = ()>>(
         &self,
         obj: &K,
-        reason: &str,
+        reason: impl Into<Reason>,
         action: &str,
         note: impl Into<String>,
     ) {
@@ -42,7 +44,7 @@ impl EventPublisher {
     pub async fn warning<K: Resource<DynamicType = ()>>(
         &self,
         obj: &K,
-        reason: &str,
+        reason: impl Into<Reason>,
         action: &str,
         note: impl Into<String>,
     ) {
@@ -57,7 +59,7 @@ impl EventPublisher {
         &self,
         obj: &K,
         pod: &str,
-        reason: &str,
+        reason: impl Into<Reason>,
         action: &str,
         note: impl Into<String>,
     ) {
@@ -76,7 +78,7 @@ impl EventPublisher {
         &self,
         regarding: ObjectReference,
         type_: EventType,
-        reason: &str,
+        reason: impl Into<Reason>,
         action: &str,
         note: String,
     ) {
@@ -88,12 +90,13 @@ impl EventPublisher {
         regarding: ObjectReference,
         related: Option<ObjectReference>,
         type_: EventType,
-        reason: &str,
+        reason: impl Into<Reason>,
         action: &str,
         note: String,
     ) {
         // The API limits the note to 1 kB.
         let note = truncate(note, 1000);
+        let reason = reason.into().as_str();
         let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: related };
         if let Err(e) = self.recorder.publish(&event, &regarding).await {
             warn!(reason, action, error = %e, "could not publish event");

@@ -45,6 +45,7 @@ pub mod names;
 pub mod pods;
 pub mod quantity;
 pub mod rbac;
+pub mod reason;
 pub mod rebuild;
 pub mod runner;
 pub mod s3;
@@ -52,6 +53,7 @@ pub mod statefulset;
 pub mod status;
 pub mod tasks;
 pub mod upgrade;
+pub mod version;
 
 /// Test support (real servers for tests), not operator code: it may panic on a broken
 /// test machine.

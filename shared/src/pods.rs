@@ -9,6 +9,8 @@
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
+use crate::reason::{Common, Reason};
+
 /// What keeps one pod from running, most telling first: when a pod has several problems
 /// (an init container that cannot pull its image and a main container still waiting), the
 /// one of the lowest kind is reported.
@@ -31,15 +33,15 @@ pub enum ProblemKind {
 
 impl ProblemKind {
     /// The condition (and Event) reason.
-    pub fn reason(self) -> &'static str {
-        match self {
-            ProblemKind::Unschedulable => "PodUnschedulable",
-            ProblemKind::ImagePullFailed => "ImagePullFailed",
-            ProblemKind::ConfigError => "PodConfigError",
-            ProblemKind::OomKilled => "PodOOMKilled",
-            ProblemKind::CrashLooping => "PodCrashLooping",
-            ProblemKind::Failed => "PodFailed",
-        }
+    pub fn reason(self) -> Reason {
+        Reason::from(match self {
+            ProblemKind::Unschedulable => Common::PodUnschedulable,
+            ProblemKind::ImagePullFailed => Common::ImagePullFailed,
+            ProblemKind::ConfigError => Common::PodConfigError,
+            ProblemKind::OomKilled => Common::PodOomKilled,
+            ProblemKind::CrashLooping => Common::PodCrashLooping,
+            ProblemKind::Failed => Common::PodFailed,
+        })
     }
 }
 
@@ -165,7 +167,7 @@ fn container_problem(c: &ContainerStatus) -> Option<(ProblemKind, String)> {
 /// Explains a wait for members that do not come up (`reason`, `message`, changed in place)
 /// by their pods: the reason becomes the most telling problem's, and each pod's problem is
 /// added to the message. Returns whether there was anything to explain it with.
-pub fn explain_wait(reason: &mut &'static str, message: &mut String, problems: &[PodProblem]) -> bool {
+pub fn explain_wait(reason: &mut Reason, message: &mut String, problems: &[PodProblem]) -> bool {
     let Some(worst) = problems.iter().min_by_key(|p| p.kind) else { return false };
     *reason = worst.kind.reason();
     for p in problems {
@@ -238,7 +240,7 @@ mod tests {
         );
         let problem = only(&p);
         assert_eq!(problem.kind, ProblemKind::Unschedulable);
-        assert_eq!(problem.kind.reason(), "PodUnschedulable");
+        assert_eq!(problem.kind.reason(), Common::PodUnschedulable);
         assert!(
             problem
                 .message()
@@ -259,7 +261,7 @@ mod tests {
             }]}),
         );
         let problem = only(&p);
-        assert_eq!(problem.kind.reason(), "PodOOMKilled");
+        assert_eq!(problem.kind.reason().as_str(), "PodOOMKilled");
         assert_eq!(problem.detail, "container mysql: OOMKilled, exit code 137, restarted 4 time(s)");
     }
 
@@ -318,14 +320,14 @@ mod tests {
             "ImagePullBackOff",
             "Back-off pulling image \"gcr.io/etcd-development/etcd:v3.6.99\": ErrImagePull: not found",
         ));
-        assert_eq!(pull.kind.reason(), "ImagePullFailed");
+        assert_eq!(pull.kind.reason(), Common::ImagePullFailed);
         assert!(pull.detail.contains("v3.6.99") && pull.detail.starts_with("container etcd: ImagePullBackOff"));
         assert_eq!(
             only(&waiting("ErrImagePull", "")).detail,
             "container etcd: ErrImagePull: the image cannot be pulled"
         );
         let config = only(&waiting("CreateContainerConfigError", "secret \"s3\" not found"));
-        assert_eq!(config.kind.reason(), "PodConfigError");
+        assert_eq!(config.kind.reason(), Common::PodConfigError);
         assert_eq!(
             config.message(),
             "pod etcd-0 cannot create its container: container etcd: CreateContainerConfigError: secret \"s3\" not found"
@@ -386,15 +388,16 @@ mod tests {
 
     #[test]
     fn a_wait_is_explained_by_the_worst_problem_and_names_every_pod() {
-        let (mut reason, mut message) = ("WaitingForServers", "waiting for servers 0, 1 to answer".to_string());
+        let waiting = Reason::from(Common::MemberNotReady);
+        let (mut reason, mut message) = (waiting, "waiting for servers 0, 1 to answer".to_string());
         assert!(!explain_wait(&mut reason, &mut message, &[]));
-        assert_eq!((reason, message.as_str()), ("WaitingForServers", "waiting for servers 0, 1 to answer"));
+        assert_eq!((reason, message.as_str()), (waiting, "waiting for servers 0, 1 to answer"));
         let problems = [
             PodProblem { pod: "db-0".into(), kind: ProblemKind::CrashLooping, detail: "exit code 1".into() },
             PodProblem { pod: "db-1".into(), kind: ProblemKind::Unschedulable, detail: "0/1 nodes".into() },
         ];
         assert!(explain_wait(&mut reason, &mut message, &problems));
-        assert_eq!(reason, "PodUnschedulable");
+        assert_eq!(reason, Common::PodUnschedulable);
         assert_eq!(
             message,
             "waiting for servers 0, 1 to answer; pod db-0 keeps crashing: exit code 1; pod db-1 cannot be scheduled: 0/1 nodes"

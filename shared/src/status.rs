@@ -24,6 +24,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::reason::Reason;
 use crate::{Error, Result};
 
 /// The four standard condition types.
@@ -47,12 +48,12 @@ impl fmt::Display for ConditionType {
 }
 
 /// Sets condition `type_` in `conditions`, keeping `lastTransitionTime` unless the status
-/// flips. Returns whether anything changed. `reason` must be CamelCase.
+/// flips. Returns whether anything changed.
 pub fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: ConditionType,
     status: bool,
-    reason: &str,
+    reason: impl Into<Reason>,
     message: &str,
     observed_generation: Option<i64>,
 ) -> bool {
@@ -65,11 +66,12 @@ pub fn set_custom_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
     status: bool,
-    reason: &str,
+    reason: impl Into<Reason>,
     message: &str,
     observed_generation: Option<i64>,
 ) -> bool {
     let status = if status { "True" } else { "False" };
+    let reason = reason.into().as_str();
     let type_ = type_.to_string();
     if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == type_) {
         let unchanged = existing.status == status
@@ -143,13 +145,23 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::{Catalogue, Common};
+
+    /// The reasons these tests set.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+    enum Members {
+        AllMembersReady,
+        Creating,
+    }
+
+    impl Catalogue for Members {}
 
     #[test]
     fn setting_the_same_condition_twice_changes_nothing() {
         let mut conds = Vec::new();
-        assert!(set_condition(&mut conds, ConditionType::Ready, true, "AllMembersReady", "3/3", Some(2)));
+        assert!(set_condition(&mut conds, ConditionType::Ready, true, Members::AllMembersReady, "3/3", Some(2)));
         let first = conds.clone();
-        assert!(!set_condition(&mut conds, ConditionType::Ready, true, "AllMembersReady", "3/3", Some(2)));
+        assert!(!set_condition(&mut conds, ConditionType::Ready, true, Members::AllMembersReady, "3/3", Some(2)));
         assert_eq!(conds, first);
         assert!(is_true(&conds, ConditionType::Ready));
         assert!(!is_true(&conds, ConditionType::Degraded));
@@ -158,13 +170,13 @@ mod tests {
     #[test]
     fn transition_time_moves_only_when_status_flips() {
         let mut conds = Vec::new();
-        set_condition(&mut conds, ConditionType::Ready, false, "Creating", "0/3", Some(1));
+        set_condition(&mut conds, ConditionType::Ready, false, Members::Creating, "0/3", Some(1));
         let t0 = conds[0].last_transition_time.clone();
         std::thread::sleep(std::time::Duration::from_millis(2));
-        assert!(set_condition(&mut conds, ConditionType::Ready, false, "Creating", "1/3", Some(1)));
+        assert!(set_condition(&mut conds, ConditionType::Ready, false, Members::Creating, "1/3", Some(1)));
         assert_eq!(conds[0].last_transition_time, t0, "message change alone keeps the time");
         std::thread::sleep(std::time::Duration::from_millis(2));
-        assert!(set_condition(&mut conds, ConditionType::Ready, true, "AllMembersReady", "3/3", Some(1)));
+        assert!(set_condition(&mut conds, ConditionType::Ready, true, Members::AllMembersReady, "3/3", Some(1)));
         assert!(conds[0].last_transition_time > t0);
         assert_eq!(conds.len(), 1);
     }
@@ -172,8 +184,8 @@ mod tests {
     #[test]
     fn new_generation_is_a_change() {
         let mut conds = Vec::new();
-        set_condition(&mut conds, ConditionType::Progressing, false, "Idle", "", Some(1));
-        assert!(set_condition(&mut conds, ConditionType::Progressing, false, "Idle", "", Some(2)));
+        set_condition(&mut conds, ConditionType::Progressing, false, Common::Idle, "", Some(1));
+        assert!(set_condition(&mut conds, ConditionType::Progressing, false, Common::Idle, "", Some(2)));
         assert_eq!(conds[0].observed_generation, Some(2));
     }
 }

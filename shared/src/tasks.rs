@@ -33,6 +33,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
+use crate::reason::Common;
 use crate::runner::Runtime;
 
 /// The longest wait before a task that keeps panicking is started again: long enough not to
@@ -128,7 +129,7 @@ impl<K: Resource<DynamicType = ()> + 'static> OnRestart for RestartReporter<K> {
             restart.panic,
             humantime::format_duration(restart.backoff),
         );
-        self.rt.events.publish(regarding, EventType::Warning, "TaskRestarted", "Supervise", note).await;
+        self.rt.events.publish(regarding, EventType::Warning, Common::TaskRestarted, "Supervise", note).await;
     }
 
     fn forget(&self, name: &str) {

@@ -14,12 +14,22 @@ use kube::{Api, Client, CustomResourceExt, ResourceExt};
 use statecraft_shared::Result;
 use statecraft_shared::cluster_loop::{Acted, ClusterLoop, Loops, Next};
 use statecraft_shared::leader::Leadership;
+use statecraft_shared::reason::Catalogue;
 use statecraft_shared::runner::Runtime;
 use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::testing::apiserver::ApiServer;
 use statecraft_shared::testing::echo::{Echo, EchoSpec, EchoStatus};
 use statecraft_shared::testing::eventually;
 use statecraft_shared::tokio_util::sync::CancellationToken;
+
+/// The test loop's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+enum Copying {
+    /// The ConfigMap holds the copy.
+    Copied,
+}
+
+impl Catalogue for Copying {}
 
 type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -84,7 +94,14 @@ impl ClusterLoop for Copier {
         status: &mut EchoStatus,
     ) -> Result<()> {
         let message = format!("copied {copy} in pass {passes}");
-        set_condition(&mut status.conditions, ConditionType::Ready, true, "Copied", &message, echo.metadata.generation);
+        set_condition(
+            &mut status.conditions,
+            ConditionType::Ready,
+            true,
+            Copying::Copied,
+            &message,
+            echo.metadata.generation,
+        );
         Ok(())
     }
 

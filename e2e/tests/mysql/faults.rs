@@ -16,7 +16,6 @@ use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::writes::{Attempt, longest_gap, lost};
 use statecraft_e2e::{events, operator, outage, wait_until};
 use statecraft_mysql::MysqlOperator;
-use statecraft_mysql::clustering::decide::REPLICA_RESTARTED;
 use statecraft_shared::runner::Operator;
 
 use super::registers::Registers;
@@ -500,7 +499,7 @@ async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() 
         // While the killed server is down, the refusal is NotEnoughReplicasForSafeFailover,
         // named after the pod's own problem once the kubelet backs off its restarts (a
         // second kill within 10 min): PodCrashLooping.
-        &NoFailover { waits: &[REPLICA_RESTARTED, "NotEnoughReplicasForSafeFailover", "PodCrashLooping"] },
+        &NoFailover { waits: &["ReplicaRestartedBeforeFailover", "NotEnoughReplicasForSafeFailover", "PodCrashLooping"] },
         async |db, primary| {
             let replicas: Vec<String> = (0..3).map(|i| format!("{}-{i}", db.name)).filter(|m| m != primary).collect();
             let (lagging, advanced) = (db.pod(&replicas[0])?, db.pod(&replicas[1])?);

@@ -6,6 +6,7 @@
 //! - [`build`]: names and addresses of a cluster's members, and pure builders of the
 //!   objects it owns.
 //! - [`membership`]: what a pass observed, and the pure planner of the next membership step.
+//! - [`reason`]: the catalogue of the reasons its Events and conditions give.
 // No panics on what a user or the network controls: `make check` (clippy) refuses
 // unwrap, expect and panic outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -16,6 +17,7 @@ pub mod controller;
 pub mod insight;
 pub mod jobs;
 pub mod membership;
+pub mod reason;
 pub mod snapshot;
 pub mod validate;
 

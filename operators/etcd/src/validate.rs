@@ -2,42 +2,20 @@
 //! versions and upgrade paths, the storage and defragmentation sizes, the backup schedule.
 //! Every error names the field (`Error::InvalidSpec`).
 
-use std::fmt;
-
-use statecraft_shared::deploy::images_env;
+use statecraft_shared::deploy::operand_image;
 use statecraft_shared::names::check_cluster_name;
 use statecraft_shared::quantity;
+pub use statecraft_shared::version::Version;
+use statecraft_shared::version::check_supported;
 use statecraft_shared::{Error, Result};
 
 use crate::api::EtcdClusterSpec;
 use crate::build::MAX_CLUSTER_NAME;
 
-/// An etcd release, `MAJOR.MINOR.PATCH`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    /// Major version.
-    pub major: u32,
-    /// Minor version.
-    pub minor: u32,
-    /// Patch version.
-    pub patch: u32,
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
-
-impl Version {
-    /// Parses `MAJOR.MINOR.PATCH` (digits only; a leading `v` is accepted, as etcd's image
-    /// tags have it).
-    pub fn parse(s: &str) -> Option<Version> {
-        let mut parts = s.strip_prefix('v').unwrap_or(s).split('.');
-        let mut num = || parts.next().filter(|p| !p.is_empty() && p.len() <= 4).and_then(|p| p.parse::<u32>().ok());
-        let v = Version { major: num()?, minor: num()?, patch: num()? };
-        parts.next().is_none().then_some(v)
-    }
+/// Parses an etcd version: `MAJOR.MINOR.PATCH`, with the leading `v` etcd's image tags
+/// have accepted.
+pub fn parse_version(s: &str) -> Option<Version> {
+    Version::parse(s.strip_prefix('v').unwrap_or(s)).and_then(Version::require_patch)
 }
 
 /// Release series the operator supports: the learner API and `MoveLeader` need 3.4, the
@@ -50,11 +28,7 @@ const REPOSITORY: &str = "gcr.io/etcd-development/etcd";
 /// The default image of `version`: `ETCD_IMAGE` of images.env when it is that version (as
 /// built here), else the official repository tagged `v<version>`.
 pub fn default_image(version: &Version) -> String {
-    let tag = format!("v{version}");
-    match images_env("ETCD_IMAGE") {
-        Some(image) if image.rsplit_once(':').is_some_and(|(_, t)| t == tag) => image.to_string(),
-        _ => format!("{REPOSITORY}:{tag}"),
-    }
+    operand_image("ETCD_IMAGE", REPOSITORY, &format!("v{version}"))
 }
 
 /// A spec that passed validation, with what was derived from it.
@@ -84,15 +58,9 @@ fn bytes_of(field: &str, text: &str) -> Result<i64> {
 
 /// Validates a cluster spec.
 pub fn validate(spec: &EtcdClusterSpec) -> Result<ValidSpec> {
-    let version = Version::parse(&spec.version)
+    let version = parse_version(&spec.version)
         .ok_or_else(|| invalid("spec.version", format!("{:?} is not MAJOR.MINOR.PATCH", spec.version)))?;
-    if !SUPPORTED_SERIES.contains(&(version.major, version.minor)) {
-        let list: Vec<String> = SUPPORTED_SERIES.iter().map(|(a, b)| format!("{a}.{b}")).collect();
-        return Err(invalid(
-            "spec.version",
-            format!("{version} is not supported; supported series: {}", list.join(", ")),
-        ));
-    }
+    check_supported("spec.version", "etcd", &version, SUPPORTED_SERIES)?;
     if ![1, 3, 5, 7].contains(&spec.replicas) {
         return Err(invalid("spec.replicas", format!("must be 1, 3, 5 or 7, not {}", spec.replicas)));
     }
@@ -215,10 +183,11 @@ pub(crate) mod tests {
 
     #[test]
     fn versions_parse_and_upgrade_paths_are_checked() {
-        assert_eq!(Version::parse("v3.6.16"), Some(Version { major: 3, minor: 6, patch: 16 }));
-        assert_eq!(Version::parse("3.6"), None);
-        assert_eq!(Version::parse("3.6.1.2"), None);
-        let v = |s| Version::parse(s).unwrap();
+        assert_eq!(parse_version("v3.6.16"), Some(Version { major: 3, minor: 6, patch: Some(16) }));
+        assert_eq!(parse_version("3.6.16"), parse_version("v3.6.16"));
+        assert_eq!(parse_version("3.6"), None);
+        assert_eq!(parse_version("3.6.1.2"), None);
+        let v = |s| parse_version(s).unwrap();
         assert!(check_version_change(&v("3.5.21"), &v("3.6.16")).is_ok());
         assert!(check_version_change(&v("3.6.16"), &v("3.6.16")).is_ok());
         assert!(check_version_change(&v("3.6.1"), &v("3.6.16")).is_ok());

@@ -11,6 +11,7 @@ use etcd_client::{AlarmAction, AlarmOptions, AlarmType, CompactionOptions};
 use statecraft_etcd::membership::dataplane;
 use statecraft_etcd::membership::plan::{Addressing, DefragPolicy, Desired, Memory, Step};
 use statecraft_etcd::membership::{Alarm, Observed};
+use statecraft_etcd::reason::Etcd;
 use support::{Harness, SERIAL, Writer, desired, id_of, keys, leader};
 
 /// Long enough never to replace anything in tests that are not about it.
@@ -36,7 +37,7 @@ fn actions(steps: &[Step]) -> Vec<String> {
             };
             Some(match ordinal {
                 Some(k) => format!("{} {k}", s.reason()),
-                None => s.reason().to_owned(),
+                None => s.reason().to_string(),
             })
         })
         .collect()
@@ -151,7 +152,7 @@ async fn member_that_lost_its_data_is_replaced() {
         ["ReplaceMember 1", "AddLearner 1", "RestartPod 1", "Promote 1"],
         "the pod recreated before its membership is restarted once, then joins"
     );
-    assert!(steps.iter().any(|s| s.reason() == "MemberUnhealthy"), "reported before replacing");
+    assert!(steps.iter().any(|s| s.reason() == Etcd::MemberUnhealthy), "reported before replacing");
     let o = h.assert_voters(&[0, 1, 2]).await;
     assert_ne!(id_of(&o, 1), old, "a new member");
     let passes_after_replace = h.log.len() - replace_at;

@@ -18,10 +18,12 @@
 use std::time::Duration;
 
 use statecraft_shared::autoscale::{Pressure, Thresholds, next_size};
+use statecraft_shared::reason::Reason;
 
 use crate::api::{AutoScaling, MySQLCluster, ScalingMetric};
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::observed::Observed;
+use crate::reason::MySql;
 
 /// Type of the cluster's condition that says whether auto-scaling can act (present only
 /// while `spec.autoScaling` is set).
@@ -30,11 +32,6 @@ pub const CONDITION: &str = "AutoScaling";
 /// The sizes a cluster can have: a primary with an even number of replicas, so that a
 /// majority of the servers always holds every acknowledged write.
 const SIZES: [u32; 3] = [1, 3, 5];
-
-/// Event reason and condition reason of a scale-out.
-pub const SCALE_OUT: &str = "ScaleOut";
-/// Event reason and condition reason of a scale-in.
-pub const SCALE_IN: &str = "ScaleIn";
 
 /// The number of servers the cluster runs: with auto-scaling, the count it decided (the
 /// starting `spec.replicas` until it decides one), kept within the bounds the user may
@@ -135,8 +132,8 @@ pub fn can_shrink(p: &Policy, current: u32) -> bool {
 /// Why the cluster cannot be resized now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Blocker {
-    /// Condition reason (CamelCase).
-    pub reason: &'static str,
+    /// Why (the condition says the message).
+    pub reason: Reason,
     /// For the condition and the Event.
     pub message: String,
 }
@@ -145,21 +142,21 @@ pub struct Blocker {
 /// healthy, an operation or a rolling restart under way, a replica being re-seeded.
 /// (A running backup is looked up by the task, only when a scale-in is due.)
 pub fn blocker(d: &Decision, rolling: bool, reseeding: bool) -> Option<Blocker> {
-    let block = |reason, message: String| Some(Blocker { reason, message });
+    let block = |reason: MySql, message: String| Some(Blocker { reason: reason.into(), message });
     if d.health != Health::Healthy {
         return block(
-            "ClusterNotHealthy",
+            MySql::ClusterNotHealthy,
             format!("the cluster is {}: it is resized only while every member serves", d.health.as_str()),
         );
     }
     if !matches!(d.operation, Operation::Nothing) {
-        return block("ClusteringBusy", "a clustering operation is under way".into());
+        return block(MySql::ClusteringBusy, "a clustering operation is under way".into());
     }
     if rolling {
-        return block("UpgradeInProgress", "a rolling restart is under way".into());
+        return block(MySql::UpgradeInProgress, "a rolling restart is under way".into());
     }
     if reseeding {
-        return block("Reseeding", "a replica is being re-seeded".into());
+        return block(MySql::Reseeding, "a replica is being re-seeded".into());
     }
     None
 }
@@ -170,14 +167,14 @@ pub enum Verdict {
     /// Nothing to do; auto-scaling can act when the metric asks.
     Steady {
         /// Condition reason.
-        reason: &'static str,
+        reason: MySql,
         /// Condition message.
         message: String,
     },
     /// The metric asks for a resize (or cannot be read) but the cluster cannot take it now.
     Held {
         /// Condition and Event reason.
-        reason: &'static str,
+        reason: MySql,
         /// Condition and Event message.
         message: String,
     },
@@ -185,8 +182,8 @@ pub enum Verdict {
     Scale {
         /// The new count.
         to: u32,
-        /// [`SCALE_OUT`] or [`SCALE_IN`].
-        reason: &'static str,
+        /// [`MySql::ScaleOut`] or [`MySql::ScaleIn`].
+        reason: MySql,
         /// For the Event and `status.autoScaling.lastScale`.
         message: String,
     },
@@ -210,7 +207,7 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
     let t = &p.thresholds;
     let Some((value, readers)) = reading.value else {
         return Verdict::Held {
-            reason: "MetricUnavailable",
+            reason: MySql::MetricUnavailable,
             message: format!("the {name} cannot be measured now: no serving replica reported it"),
         };
     };
@@ -219,7 +216,7 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
     let (to, reason, message) = match (reading.pressure, to) {
         (Pressure::None, _) => {
             return Verdict::Steady {
-                reason: "WithinThresholds",
+                reason: MySql::WithinThresholds,
                 message: format!(
                     "{current} servers between {} and {}; scaling out above {} {name}, in below {}",
                     p.min, p.max, t.scale_out_above, t.scale_in_below
@@ -228,7 +225,7 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
         }
         (Pressure::Out, None) => {
             return Verdict::Steady {
-                reason: "AtMaximum",
+                reason: MySql::AtMaximum,
                 message: format!(
                     "{value:.1} {name} for {lasted} s, above {}, but {current} servers is the maximum",
                     t.scale_out_above
@@ -237,7 +234,7 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
         }
         (Pressure::In, None) => {
             return Verdict::Steady {
-                reason: "AtMinimum",
+                reason: MySql::AtMinimum,
                 message: format!(
                     "{value:.1} {name} for {lasted} s, below {}, but {current} servers is the minimum",
                     t.scale_in_below
@@ -246,7 +243,7 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
         }
         (Pressure::Out, Some(to)) => (
             to,
-            SCALE_OUT,
+            MySql::ScaleOut,
             format!("{value:.1} {name} for {lasted} s, above {}: from {current} to {to} servers", t.scale_out_above),
         ),
         (Pressure::In, Some(to)) => {
@@ -257,7 +254,7 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
                 let projected = value * f64::from(readers) / f64::from(left);
                 if projected > t.scale_out_above {
                     return Verdict::Held {
-                        reason: "ScaleInWouldOverload",
+                        reason: MySql::ScaleInWouldOverload,
                         message: format!(
                             "{value:.1} {name} for {lasted} s, below {}, but {} would carry {projected:.1} each, \
                              above {}: staying at {current} servers",
@@ -270,14 +267,14 @@ pub fn judge(p: &Policy, current: u32, reading: &Reading, blocker: Option<Blocke
             }
             (
                 to,
-                SCALE_IN,
+                MySql::ScaleIn,
                 format!("{value:.1} {name} for {lasted} s, below {}: from {current} to {to} servers", t.scale_in_below),
             )
         }
     };
     match blocker {
         Some(b) => Verdict::Held {
-            reason: if reason == SCALE_OUT { "ScaleOutHeld" } else { "ScaleInHeld" },
+            reason: if reason == MySql::ScaleOut { MySql::ScaleOutHeld } else { MySql::ScaleInHeld },
             message: format!("{message} is held: {}", b.message),
         },
         None => Verdict::Scale { to, reason, message },

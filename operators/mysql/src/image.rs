@@ -2,7 +2,7 @@
 //! `deploy/images/images.env` (`MARIADB_IMAGE`), the one place image names live, so the
 //! operator runs exactly what the local cluster has imported.
 
-use statecraft_shared::deploy::images_env;
+use statecraft_shared::deploy::operand_image;
 
 use crate::api::Flavor;
 use crate::validate::Version;
@@ -18,13 +18,9 @@ const MARIADB_REPOSITORY: &str = "docker.io/library/mariadb";
 /// version; for MySQL, the official image tagged with the version.
 pub fn default_image(flavor: Flavor, version: &Version) -> String {
     match flavor {
-        Flavor::Mariadb => {
-            // images.env is compiled in and has MARIADB_IMAGE (a unit test says so); were it
-            // missing, the official repository is the image users would expect.
-            let image = images_env("MARIADB_IMAGE").unwrap_or(MARIADB_REPOSITORY);
-            let (repository, tag) = image.rsplit_once(':').unwrap_or((image, ""));
-            if tag == version.to_string() { image.to_string() } else { format!("{repository}:{version}") }
-        }
+        // images.env is compiled in and has MARIADB_IMAGE (a unit test says so); were it
+        // missing, the official repository is the image users would expect.
+        Flavor::Mariadb => operand_image("MARIADB_IMAGE", MARIADB_REPOSITORY, &version.to_string()),
         Flavor::Mysql => format!("{MYSQL_REPOSITORY}:{version}"),
     }
 }
@@ -32,6 +28,7 @@ pub fn default_image(flavor: Flavor, version: &Version) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use statecraft_shared::deploy::images_env;
 
     #[test]
     fn mariadb_default_is_the_image_built_here() {

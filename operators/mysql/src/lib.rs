@@ -40,6 +40,7 @@ pub mod flavor;
 pub mod image;
 pub mod insight;
 pub mod jobs;
+pub mod reason;
 pub mod validate;
 
 use std::sync::Arc;

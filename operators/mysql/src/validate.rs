@@ -3,9 +3,10 @@
 //! semi-sync timeout bounds, the backup schedule and retention. Every error names the field (`Error::InvalidSpec`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use statecraft_shared::names::check_cluster_name;
+pub use statecraft_shared::version::Version;
+use statecraft_shared::version::check_supported;
 use statecraft_shared::{Error, Result};
 
 use crate::api::cluster::{
@@ -15,54 +16,6 @@ use crate::api::cluster::{
 use crate::api::{AutoScaling, Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
 use crate::build::MAX_CLUSTER_NAME;
 use crate::image::default_image;
-
-/// A server version, `MAJOR.MINOR[.PATCH]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    /// Major version.
-    pub major: u32,
-    /// Minor version.
-    pub minor: u32,
-    /// Patch version, when given.
-    pub patch: Option<u32>,
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)?;
-        if let Some(p) = self.patch {
-            write!(f, ".{p}")?;
-        }
-        Ok(())
-    }
-}
-
-impl Version {
-    /// Parses `MAJOR.MINOR` or `MAJOR.MINOR.PATCH` (digits only).
-    pub fn parse(s: &str) -> Option<Version> {
-        let parts: Vec<&str> = s.split('.').collect();
-        if !(2..=3).contains(&parts.len()) {
-            return None;
-        }
-        let num = |p: &str| {
-            if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) {
-                None
-            } else {
-                p.parse::<u32>().ok()
-            }
-        };
-        let patch = match parts.get(2) {
-            Some(p) => Some(num(p)?),
-            None => None,
-        };
-        Some(Version { major: num(parts[0])?, minor: num(parts[1])?, patch })
-    }
-
-    /// The release series, `MAJOR.MINOR`.
-    pub fn series(&self) -> (u32, u32) {
-        (self.major, self.minor)
-    }
-}
 
 /// Release series the operator supports, per flavor.
 pub fn supported_series(flavor: Flavor) -> &'static [(u32, u32)] {
@@ -106,14 +59,7 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
     let version = Version::parse(&spec.version).ok_or_else(|| {
         Error::invalid_spec("spec.version", format!("{:?} is not a version like 10.11 or 8.4.3", spec.version))
     })?;
-    let supported = supported_series(spec.flavor);
-    if !supported.contains(&version.series()) {
-        let list: Vec<String> = supported.iter().map(|(a, b)| format!("{a}.{b}")).collect();
-        return Err(Error::invalid_spec(
-            "spec.version",
-            format!("{} {version} is not supported; supported: {}", flavor_name(spec.flavor), list.join(", ")),
-        ));
-    }
+    check_supported("spec.version", flavor_name(spec.flavor), &version, supported_series(spec.flavor))?;
     let min_patch = minimum_patch(spec.flavor, version.series());
     if version.patch.is_some_and(|p| p < min_patch) {
         return Err(Error::invalid_spec(

@@ -17,12 +17,14 @@ use statecraft_mysql::api::Flavor;
 use statecraft_mysql::build::config::{CLIENT_CNF, config_path, ready_sh};
 use statecraft_mysql::clustering::acks::{Acknowledgements, judge};
 use statecraft_mysql::clustering::dataplane::{DataPlane, Endpoint};
-use statecraft_mysql::clustering::decide::{Decision, Health, Operation, REPLICA_RESTARTED, Role, decide};
+use statecraft_mysql::clustering::decide::{Decision, Health, Operation, Role, decide};
 use statecraft_mysql::clustering::heal::Healing;
 use statecraft_mysql::clustering::observed::{Observed, PodState};
 use statecraft_mysql::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use statecraft_mysql::clustering::restarts::Restarts;
 use statecraft_mysql::flavor::{self, OPERATOR_USER, ROOT_USER, accounts_init_sql};
+use statecraft_mysql::reason::MySql;
+use statecraft_shared::reason::Reason;
 use support::{MariaDb, client_binary, first_value as value, mariadb_settings, passwords};
 use tokio::sync::Mutex;
 
@@ -437,7 +439,12 @@ async fn a_replica_restart_during_an_outage_holds_the_failover_and_loses_no_ackn
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(held, Some(REPLICA_RESTARTED), "the failover is held with the reason: {:#?}", rig.log);
+    assert_eq!(
+        held,
+        Some(Reason::from(MySql::ReplicaRestartedBeforeFailover)),
+        "the failover is held with the reason: {:#?}",
+        rig.log
+    );
 
     // The primary answers again: it is kept, and the acknowledged write is on every server.
     rig.servers[0].restart().await?;

@@ -29,6 +29,7 @@ use super::status::BackupStatus;
 use super::{BackupPolicy, FAILED, JobDeadline, PENDING, RUNNING, SUCCEEDED, created_at, object_key};
 use crate::apply::Applier;
 use crate::error::ErrorCategory;
+use crate::reason::{Common, Reason};
 use crate::runner::Runtime;
 use crate::s3::{S3Location, check_credentials};
 use crate::status::patch_status;
@@ -37,9 +38,6 @@ use crate::{Error, Result};
 /// How often a pending or running backup or restore is looked at (Job events usually
 /// come first).
 pub const POLL: Duration = Duration::from_secs(5);
-
-/// Condition reason and Event reason of a backup whose cluster does not exist.
-pub const CLUSTER_NOT_FOUND: &str = "ClusterNotFound";
 
 /// Kubernetes objects the controllers read and write: namespaced, typed, serializable.
 pub trait Object:
@@ -91,7 +89,7 @@ pub enum Start {
     /// condition reason and message, and is looked at again soon.
     Wait {
         /// Condition reason.
-        reason: &'static str,
+        reason: Reason,
         /// What it waits for.
         message: String,
     },
@@ -112,7 +110,7 @@ pub struct Stored {
     pub message: String,
     /// A Warning Event (reason, message) about a part that did not work although the
     /// backup did.
-    pub warning: Option<(&'static str, String)>,
+    pub warning: Option<(Reason, String)>,
 }
 
 /// A backup resource (`MySQLBackup`, `EtcdBackup`) as the shared controller drives it:
@@ -183,7 +181,7 @@ pub(crate) enum Ending {
     /// Finished this pass: requeue as said.
     Done(Action),
     /// Failed for good: phase Failed, with this reason and message.
-    Failed(&'static str, String),
+    Failed(Reason, String),
     /// Retry: the runner backs off.
     Retry(Error),
 }
@@ -227,7 +225,7 @@ async fn fail<B: BackupResource>(
     backup: &B,
     status: &mut B::Status,
     generation: Option<i64>,
-    reason: &'static str,
+    reason: Reason,
     message: String,
 ) {
     missing_or_invalid(B::common_mut(status), generation, reason, &message);
@@ -235,7 +233,7 @@ async fn fail<B: BackupResource>(
 }
 
 /// The status of a backup that cannot be taken as specified.
-fn missing_or_invalid(status: &mut BackupStatus, generation: Option<i64>, reason: &str, message: &str) {
+fn missing_or_invalid(status: &mut BackupStatus, generation: Option<i64>, reason: Reason, message: &str) {
     status.set_phase(FAILED, reason, message, generation);
 }
 
@@ -243,8 +241,8 @@ fn missing_or_invalid(status: &mut BackupStatus, generation: Option<i64>, reason
 /// The backup fails rather than waits: a backup names a cluster that exists when it is
 /// made (scheduled ones are made by their cluster), and one that waits for a cluster that
 /// never comes holds its Pending phase forever with nobody told.
-pub fn cluster_not_found(kind: &str, cluster: &str) -> (&'static str, String) {
-    (CLUSTER_NOT_FOUND, format!("spec.clusterName: {kind} {cluster} does not exist"))
+pub fn cluster_not_found(kind: &str, cluster: &str) -> (Reason, String) {
+    (Reason::from(Common::ClusterNotFound), format!("spec.clusterName: {kind} {cluster} does not exist"))
 }
 
 async fn step<B: BackupResource>(backup: &B, ctx: &B::Context, status: &mut B::Status) -> Result<Action> {
@@ -296,8 +294,8 @@ async fn step<B: BackupResource>(backup: &B, ctx: &B::Context, status: &mut B::S
     let common = B::common_mut(status);
     common.start_time = Some(now());
     common.key = Some(key.clone());
-    common.set_phase(RUNNING, "JobStarted", &message, generation);
-    rt.events.normal(backup, "BackupStarted", "Backup", message).await;
+    common.set_phase(RUNNING, Common::JobStarted, &message, generation);
+    rt.events.normal(backup, Common::BackupStarted, "Backup", message).await;
     Ok(Action::requeue(POLL))
 }
 
@@ -346,12 +344,12 @@ async fn observe_backup_job<B: BackupResource>(
             let report: B::Report = parse_report(&name, &message)?;
             B::common_mut(status).record(B::object(&report));
             let stored = B::record(status, &report);
-            B::common_mut(status).set_phase(SUCCEEDED, "BackupStored", &stored.message, generation);
+            B::common_mut(status).set_phase(SUCCEEDED, Common::BackupStored, &stored.message, generation);
             if let Some((reason, warning)) = stored.warning {
                 rt.events.warning(backup, reason, "Backup", warning).await;
             }
             backup.finished(ctx, status, true);
-            rt.events.normal(backup, "BackupSucceeded", "Backup", stored.message).await;
+            rt.events.normal(backup, Common::BackupSucceeded, "Backup", stored.message).await;
             Ok(Action::await_change())
         }
         JobOutcome::Failed(failure) => {
@@ -360,7 +358,7 @@ async fn observe_backup_job<B: BackupResource>(
             common.completion_time = Some(now());
             common.set_phase(FAILED, failure.reason, &message, generation);
             backup.finished(ctx, status, false);
-            rt.events.warning(backup, "BackupFailed", "Backup", message).await;
+            rt.events.warning(backup, Common::BackupFailed, "Backup", message).await;
             Ok(Action::await_change())
         }
     }
@@ -372,7 +370,7 @@ mod tests {
 
     fn failed_for(kind: &str) -> BackupStatus {
         let mut status = BackupStatus::default();
-        status.set_phase(PENDING, "NoHealthySource", "waiting", Some(1));
+        status.set_phase(PENDING, Common::MemberNotReady, "waiting", Some(1));
         let (reason, message) = cluster_not_found(kind, "gone");
         missing_or_invalid(&mut status, Some(1), reason, &message);
         status
@@ -385,7 +383,7 @@ mod tests {
             assert_eq!(status.phase.as_deref(), Some(FAILED), "{kind}: fails, not pending");
             assert!(status.is_finished(), "{kind}: never retried");
             let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
-            assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", CLUSTER_NOT_FOUND), "{kind}");
+            assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "ClusterNotFound"), "{kind}");
             assert_eq!(ready.message, format!("spec.clusterName: {kind} gone does not exist"));
             let progressing = status.conditions.iter().find(|c| c.type_ == "Progressing").expect("Progressing");
             assert_eq!(progressing.status, "False", "{kind}: nothing runs");
@@ -396,7 +394,7 @@ mod tests {
     fn only_invalid_specs_fail_for_good() {
         let invalid = Ending::of(Err(Error::invalid_spec("spec.location", "is required")));
         assert!(
-            matches!(&invalid, Ending::Failed("InvalidSpec", m) if m == "invalid spec: spec.location: is required")
+            matches!(&invalid, Ending::Failed(r, m) if *r == Common::InvalidSpec && m == "invalid spec: spec.location: is required")
         );
         assert!(matches!(Ending::of(Err(Error::Permanent("bug".into()))), Ending::Retry(_)));
         assert!(matches!(Ending::of(Ok(Action::await_change())), Ending::Done(_)));

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use tracing::{info, warn};
 
 use crate::deploy::{restricted_container, secret_env};
+use crate::reason::{Common, Reason};
 use crate::s3::{S3Credentials, S3Location, S3Store, UploadReceipt};
 use crate::{Error, Result};
 
@@ -228,8 +229,8 @@ pub fn is_running(job: &Job) -> bool {
 /// Why a task Job failed, for the condition and the Warning Event of its resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFailure {
-    /// Condition reason: [`DEADLINE_EXCEEDED`] or `JobFailed`.
-    pub reason: &'static str,
+    /// Condition reason: `DeadlineExceeded` or `JobFailed`.
+    pub reason: Reason,
     /// What happened, after "<task> Job <name> ".
     pub message: String,
 }
@@ -244,13 +245,13 @@ impl JobFailure {
             let limit = deadline.map(|d| format!(" of {d}s")).unwrap_or_default();
             let last = said.map(|m| format!("; its last output: {m}")).unwrap_or_default();
             return JobFailure {
-                reason: DEADLINE_EXCEEDED,
+                reason: Common::DeadlineExceeded.into(),
                 message: format!(
                     "ran past its deadline{limit} (activeDeadlineSeconds) and was stopped; raise spec.activeDeadlineSeconds if the task needs longer{last}"
                 ),
             };
         }
-        JobFailure { reason: "JobFailed", message: format!("failed: {}", said.unwrap_or("no message")) }
+        JobFailure { reason: Common::JobFailed.into(), message: format!("failed: {}", said.unwrap_or("no message")) }
     }
 }
 
@@ -471,7 +472,7 @@ mod tests {
             assert_eq!(JobPhase::of(&job), JobPhase::DeadlineExceeded, "{type_}");
             assert!(!is_running(&job), "{type_}: a failed Job holds nothing");
             let failure = JobFailure::of(&job, Some("  dumping table t\n"));
-            assert_eq!(failure.reason, "DeadlineExceeded");
+            assert_eq!(failure.reason, Common::DeadlineExceeded);
             assert!(failure.message.contains("deadline of 600s"), "{}", failure.message);
             assert!(failure.message.contains("spec.activeDeadlineSeconds"), "names the field: {}", failure.message);
             assert!(failure.message.ends_with("its last output: dumping table t"), "{}", failure.message);
@@ -480,7 +481,7 @@ mod tests {
         assert_eq!(JobPhase::of(&other), JobPhase::Failed);
         assert_eq!(
             JobFailure::of(&other, Some("backup failed: access denied")),
-            JobFailure { reason: "JobFailed", message: "failed: backup failed: access denied".into() }
+            JobFailure { reason: Common::JobFailed.into(), message: "failed: backup failed: access denied".into() }
         );
         assert_eq!(JobFailure::of(&other, None).message, "failed: no message");
         let done = with_condition("Complete", "CompletionsReached", 0);

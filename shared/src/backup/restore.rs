@@ -24,6 +24,7 @@ use kube::{Api, Resource, ResourceExt};
 use super::controller::{BackupResource, Ending, Object, Status};
 use super::status::{BackupLocation, RestoreStatus};
 use super::{FAILED, PENDING, RESTORING, SUCCEEDED, created_at, object_key};
+use crate::reason::{Common, Reason};
 use crate::runner::Runtime;
 use crate::s3::check_credentials;
 use crate::status::patch_status;
@@ -45,7 +46,7 @@ pub struct Source<B> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Wait {
     /// Condition reason.
-    pub reason: &'static str,
+    pub reason: Reason,
     /// What it waits for.
     pub message: String,
     /// When to look again.
@@ -62,7 +63,7 @@ pub enum Progress {
     /// Loading failed for good (a `RestoreFailed` Event).
     Failed {
         /// Condition reason.
-        reason: &'static str,
+        reason: Reason,
         /// What failed, and what to do.
         message: String,
     },
@@ -177,13 +178,13 @@ async fn step<R: RestoreResource>(
             Action::requeue(wait.after)
         }
         Progress::Succeeded(message) => {
-            common.set_phase(SUCCEEDED, "Restored", &message, generation);
-            rt.events.normal(restore, "RestoreSucceeded", "Restore", message).await;
+            common.set_phase(SUCCEEDED, Common::Restored, &message, generation);
+            rt.events.normal(restore, Common::RestoreSucceeded, "Restore", message).await;
             Action::await_change()
         }
         Progress::Failed { reason, message } => {
             common.set_phase(FAILED, reason, &message, generation);
-            rt.events.warning(restore, "RestoreFailed", "Restore", message).await;
+            rt.events.warning(restore, Common::RestoreFailed, "Restore", message).await;
             Action::await_change()
         }
     })
@@ -217,7 +218,7 @@ async fn create_target<R: RestoreResource>(
                 .await
                 .map_err(|e| Error::kube(format!("creating {kind} {target}"), e))?;
             let message = format!("created {kind} {target} from {}", source.location.key);
-            rt.events.normal(restore, "TargetCreated", "Restore", message).await;
+            rt.events.normal(restore, Common::TargetCreated, "Restore", message).await;
             Ok(created)
         }
     }
@@ -254,7 +255,7 @@ pub async fn resolve_source<R: RestoreResource>(
         }
         _ => {
             return Ok(Err(Wait {
-                reason: "WaitingForBackup",
+                reason: Common::WaitingForBackup.into(),
                 message: format!("{kind} {name} has not succeeded yet"),
                 after: super::controller::POLL,
             }));

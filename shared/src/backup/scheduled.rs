@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use tracing::info;
 
 use super::BackupPolicy;
+use crate::reason::Common;
 use crate::runner::Runtime;
 use crate::s3::{S3Location, S3Store};
 use crate::{Error, Result};
@@ -78,7 +79,7 @@ where
     match backups.create(&PostParams::default(), &backup).await {
         Ok(_) => {
             let note = format!("created {} {} for the slot {slot}", B::kind(&()), backup.name_any());
-            rt.events.normal(cluster, "BackupScheduled", "Schedule", note).await;
+            rt.events.normal(cluster, Common::BackupScheduled, "Schedule", note).await;
         }
         Err(kube::Error::Api(e)) if e.code == 409 => {}
         Err(e) => return Err(Error::kube(format!("creating the scheduled {}", B::kind(&())), e)),
@@ -124,7 +125,7 @@ where
     }
     info!(cluster = %name, deleted = keys.len(), "retention applied");
     let note = format!("deleted {} expired backup(s): {}", keys.len(), keys.join(", "));
-    rt.events.normal(cluster, "BackupsExpired", "Retention", note).await;
+    rt.events.normal(cluster, Common::BackupsExpired, "Retention", note).await;
     Ok(())
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::job::ObjectReport;
 use super::{FAILED, RESTORING, RUNNING, SUCCEEDED};
+use crate::reason::Reason;
 use crate::s3::S3Location;
 use crate::status::{ConditionType, set_condition};
 
@@ -77,7 +78,7 @@ impl BackupStatus {
     }
 
     /// Sets the phase and the conditions that go with it (see [`set_phase`]).
-    pub fn set_phase(&mut self, phase: &str, reason: &str, message: &str, generation: Option<i64>) {
+    pub fn set_phase(&mut self, phase: &str, reason: impl Into<Reason>, message: &str, generation: Option<i64>) {
         set_phase(&mut self.phase, &mut self.conditions, phase, reason, message, generation);
     }
 
@@ -119,7 +120,7 @@ impl RestoreStatus {
     }
 
     /// Sets the phase and the conditions that go with it (see [`set_phase`]).
-    pub fn set_phase(&mut self, phase: &str, reason: &str, message: &str, generation: Option<i64>) {
+    pub fn set_phase(&mut self, phase: &str, reason: impl Into<Reason>, message: &str, generation: Option<i64>) {
         set_phase(&mut self.phase, &mut self.conditions, phase, reason, message, generation);
     }
 }
@@ -135,10 +136,11 @@ fn set_phase(
     slot: &mut Option<String>,
     conditions: &mut Vec<Condition>,
     phase: &str,
-    reason: &str,
+    reason: impl Into<Reason>,
     message: &str,
     generation: Option<i64>,
 ) {
+    let reason = reason.into();
     *slot = Some(phase.to_string());
     set_condition(conditions, ConditionType::Ready, phase == SUCCEEDED, reason, message, generation);
     let working = phase == RUNNING || phase == RESTORING;
@@ -149,6 +151,7 @@ fn set_phase(
 mod tests {
     use super::*;
     use crate::backup::PENDING;
+    use crate::reason::Common;
 
     fn condition<'a>(conditions: &'a [Condition], type_: &str) -> (&'a str, &'a str) {
         let c = conditions.iter().find(|c| c.type_ == type_).unwrap_or_else(|| panic!("{type_} is set"));
@@ -158,21 +161,21 @@ mod tests {
     #[test]
     fn the_phase_sets_ready_and_progressing_the_same_way_for_backups_and_restores() {
         let mut backup = BackupStatus::default();
-        backup.set_phase(RUNNING, "JobStarted", "m", Some(1));
+        backup.set_phase(RUNNING, Common::JobStarted, "m", Some(1));
         assert_eq!(condition(&backup.conditions, "Progressing"), ("True", "JobStarted"));
         assert_eq!(condition(&backup.conditions, "Ready"), ("False", "JobStarted"));
         assert!(!backup.is_finished());
-        backup.set_phase(SUCCEEDED, "BackupStored", "m", Some(1));
+        backup.set_phase(SUCCEEDED, Common::BackupStored, "m", Some(1));
         assert_eq!(condition(&backup.conditions, "Progressing"), ("False", "BackupStored"));
         assert_eq!(condition(&backup.conditions, "Ready"), ("True", "BackupStored"));
         assert!(backup.is_finished() && backup.succeeded());
 
         let mut restore = RestoreStatus::default();
-        restore.set_phase(PENDING, "WaitingForBackup", "m", None);
+        restore.set_phase(PENDING, Common::WaitingForBackup, "m", None);
         assert_eq!(condition(&restore.conditions, "Progressing"), ("False", "WaitingForBackup"));
-        restore.set_phase(RESTORING, "Loading", "m", None);
-        assert_eq!(condition(&restore.conditions, "Progressing"), ("True", "Loading"));
-        restore.set_phase(FAILED, "JobFailed", "m", None);
+        restore.set_phase(RESTORING, Common::TargetCreated, "m", None);
+        assert_eq!(condition(&restore.conditions, "Progressing"), ("True", "TargetCreated"));
+        restore.set_phase(FAILED, Common::JobFailed, "m", None);
         assert_eq!(condition(&restore.conditions, "Ready"), ("False", "JobFailed"));
         assert!(restore.is_finished());
     }

@@ -166,7 +166,7 @@ impl Runtime {
                 runtime.leadership.check()?;
                 let started = Instant::now();
                 let result = reconcile(obj.clone(), ctx).await;
-                let reason = result.as_ref().err().map(Error::reason);
+                let reason = result.as_ref().err().map(|e| e.reason().as_str());
                 runtime.metrics.observe_reconcile(name, started.elapsed().as_secs_f64(), reason);
                 match &result {
                     Ok(_) => runtime.record_success(&*obj),

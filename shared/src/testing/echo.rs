@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::apply::{Applier, OrphanPolicy};
 use crate::rbac::Rule;
+use crate::reason::{Catalogue, Common};
 use crate::runner::{Operator, Runtime};
 use crate::status::{ConditionType, patch_status, set_condition};
 use crate::{Error, Result};
@@ -23,6 +24,15 @@ use kube::{Api, CustomResource, CustomResourceExt, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+
+/// The echo operator's own reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+pub enum Echoed {
+    /// The ConfigMap holds the message.
+    Applied,
+}
+
+impl Catalogue for Echoed {}
 
 /// An object that asks for a ConfigMap holding `message`.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -118,7 +128,7 @@ async fn reconcile(echo: Arc<Echo>, rt: Arc<Runtime>) -> Result<Action> {
         applier.apply(cm).await?;
     }
     for gone in applier.delete_orphans(&[ApiResource::erase::<ConfigMap>(&())], OrphanPolicy::KeepData).await? {
-        rt.events.normal(&*echo, "Deleted", "Cleanup", format!("deleted {gone}: no longer desired")).await;
+        rt.events.normal(&*echo, Common::Deleted, "Cleanup", format!("deleted {gone}: no longer desired")).await;
     }
 
     // status
@@ -126,12 +136,12 @@ async fn reconcile(echo: Arc<Echo>, rt: Arc<Runtime>) -> Result<Action> {
         &mut status.conditions,
         ConditionType::Ready,
         true,
-        "Applied",
+        Echoed::Applied,
         "the ConfigMap holds the message",
         generation,
     ) {
         status.reconciled_by = rt.identity.clone();
-        rt.events.normal(&*echo, "Applied", "Reconcile", "the ConfigMap holds the message").await;
+        rt.events.normal(&*echo, Echoed::Applied, "Reconcile", "the ConfigMap holds the message").await;
     }
     patch_status(&api, &*echo, echo.status.as_ref(), &status, rt.field_manager).await?;
     Ok(Action::await_change())

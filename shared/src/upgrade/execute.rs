@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use super::plan::{Member, PendingRestart, Plan, Role, plan};
 use super::progress::UpgradeProgress;
 use crate::Result;
+use crate::reason::{Common, Reason};
 
 /// How long a restart may stay unobserved before [`next_step`] issues it again; see
 /// [`UpgradeGates::restart_timeout`].
@@ -20,17 +21,16 @@ pub enum Gate {
     Open,
     /// Not now. Both fields end up in the custom resource's status.
     Closed {
-        /// Machine-readable CamelCase reason, used as a condition reason
-        /// (e.g. `ReplicaLagging`, `QuorumAtRisk`).
-        reason: String,
+        /// The condition reason (e.g. `ReplicaLagging`, `QuorumAtRisk`).
+        reason: Reason,
         /// Human-readable explanation for `kubectl describe`.
         message: String,
     },
 }
 
 impl Gate {
-    /// A closed gate with a CamelCase `reason` and a human `message`.
-    pub fn closed(reason: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A closed gate with a `reason` and a human `message`.
+    pub fn closed(reason: impl Into<Reason>, message: impl Into<String>) -> Self {
         Gate::Closed { reason: reason.into(), message: message.into() }
     }
 
@@ -119,9 +119,9 @@ pub enum Action {
     WaitFor {
         /// The member's name.
         member: String,
-        /// CamelCase reason: `MemberNotReady`, `RestartPending`, `TargetRevisionUnknown`,
-        /// or the reason of a closed `caught_up` gate.
-        reason: String,
+        /// `MemberNotReady`, `RestartPending`, `TargetRevisionUnknown`, or the reason of a
+        /// closed `caught_up` gate.
+        reason: Reason,
         /// Human-readable explanation.
         message: String,
     },
@@ -130,8 +130,8 @@ pub enum Action {
     Blocked {
         /// The member whose restart was refused.
         member: String,
-        /// The gate's CamelCase reason.
-        reason: String,
+        /// The gate's reason.
+        reason: Reason,
         /// The gate's message.
         message: String,
     },
@@ -140,13 +140,13 @@ pub enum Action {
 }
 
 impl Action {
-    /// A CamelCase reason for the `Progressing` condition.
-    pub fn reason(&self) -> &str {
+    /// The reason for the `Progressing` condition.
+    pub fn reason(&self) -> Reason {
         match self {
-            Action::Restart { .. } => "RestartingMember",
-            Action::Replan { .. } => "LeaderPrepared",
-            Action::WaitFor { reason, .. } | Action::Blocked { reason, .. } => reason,
-            Action::Done => "UpgradeComplete",
+            Action::Restart { .. } => Common::RestartingMember.into(),
+            Action::Replan { .. } => Common::LeaderPrepared.into(),
+            Action::WaitFor { reason, .. } | Action::Blocked { reason, .. } => *reason,
+            Action::Done => Common::UpgradeComplete.into(),
         }
     }
 
@@ -220,18 +220,18 @@ where
     if let Some(member) = plan.unknown_target.first() {
         return Ok(wait(
             member,
-            "TargetRevisionUnknown",
+            Common::TargetRevisionUnknown,
             format!("target revision of {} is not known yet", member.name),
         ));
     }
     if let Some(member) = plan.settling.first() {
         let message = format!("waiting for {} to become ready on revision {}", member.name, member.current_revision);
-        return Ok(wait(member, "MemberNotReady", message));
+        return Ok(wait(member, Common::MemberNotReady, message));
     }
     for member in &plan.unconfirmed {
         match gates.caught_up(member).await? {
             Gate::Open => confirmed.push(member.name.clone()),
-            Gate::Closed { reason, message } => return Ok(wait(member, &reason, message)),
+            Gate::Closed { reason, message } => return Ok(wait(member, reason, message)),
         }
     }
     let mut queue = plan.restarts.clone();
@@ -241,7 +241,7 @@ where
                 "waiting for {} to come back on revision {}",
                 pending.member.name, pending.member.target_revision
             );
-            return Ok(wait(pending.member, "RestartPending", message));
+            return Ok(wait(pending.member, Common::RestartPending, message));
         }
         tracing::warn!(member = %pending.member.name, "restart not observed in time, issuing it again");
         queue.insert(0, pending.member);
@@ -270,8 +270,8 @@ where
     Ok(Action::Restart { member: member.name.clone() })
 }
 
-fn wait(member: &Member, reason: &str, message: String) -> Action {
-    Action::WaitFor { member: member.name.clone(), reason: reason.to_owned(), message }
+fn wait(member: &Member, reason: impl Into<Reason>, message: String) -> Action {
+    Action::WaitFor { member: member.name.clone(), reason: reason.into(), message }
 }
 
 /// Whether a pending restart has gone unobserved longer than `timeout`. An unknown start
@@ -290,10 +290,10 @@ fn log_step(step: &Step) {
         Action::Restart { member } => tracing::info!(member, target, "restarting member"),
         Action::Replan { member } => tracing::info!(member, target, "leader prepared for restart"),
         Action::WaitFor { member, reason, .. } => {
-            tracing::debug!(member, reason, target, "waiting for member")
+            tracing::debug!(member, %reason, target, "waiting for member")
         }
         Action::Blocked { member, reason, message } => {
-            tracing::info!(member, reason, message, target, "rolling upgrade blocked")
+            tracing::info!(member, %reason, message, target, "rolling upgrade blocked")
         }
         Action::Done => tracing::debug!(target, "rolling upgrade complete"),
     }

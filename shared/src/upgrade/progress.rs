@@ -114,7 +114,7 @@ impl UpgradeProgress {
             Action::WaitFor { .. } => self.forget_prepared(),
             Action::Blocked { member, reason, message } => {
                 self.forget_prepared();
-                self.record_block(member, reason, message, now);
+                self.record_block(member, reason.as_str(), message, now);
             }
             Action::Done => {
                 self.in_flight = None;
@@ -182,6 +182,7 @@ fn timestamp(t: DateTime<Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::Common;
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + secs, 0).expect("valid timestamp")
@@ -228,11 +229,13 @@ mod tests {
     fn advance_is_idempotent_while_waiting_or_blocked() {
         let mut p = UpgradeProgress::default();
         p.advance(&step(restart("a")), at(0));
-        let blocked = step(Action::Blocked { member: "b".into(), reason: "QuorumAtRisk".into(), message: "m".into() });
+        let blocked =
+            step(Action::Blocked { member: "b".into(), reason: Common::RestartPending.into(), message: "m".into() });
         p.advance(&blocked, at(10));
         let snapshot = p.clone();
         p.advance(&blocked, at(20));
-        let wait = step(Action::WaitFor { member: "a".into(), reason: "MemberNotReady".into(), message: "m".into() });
+        let wait =
+            step(Action::WaitFor { member: "a".into(), reason: Common::MemberNotReady.into(), message: "m".into() });
         p.advance(&wait, at(30));
         p.advance(&blocked, at(40));
         assert_eq!(p, snapshot);
@@ -259,7 +262,10 @@ mod tests {
 
         let mut p = UpgradeProgress::default();
         p.advance(&step(Action::Replan { member: "a".into() }), at(0));
-        p.advance(&step(Action::WaitFor { member: "b".into(), reason: "R".into(), message: "m".into() }), at(1));
+        p.advance(
+            &step(Action::WaitFor { member: "b".into(), reason: Common::MemberNotReady.into(), message: "m".into() }),
+            at(1),
+        );
         assert!(p.in_flight.is_none());
     }
 

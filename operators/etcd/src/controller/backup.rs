@@ -22,6 +22,7 @@ use crate::EtcdOperator;
 use crate::api::{EtcdBackup, EtcdBackupStatus, EtcdCluster, MemberStatus};
 use crate::build::Names;
 use crate::build::jobs::{BACKUP_TASK, BackupJob, backup_job};
+use crate::reason::Etcd;
 use crate::snapshot::SnapshotReport;
 
 /// Extension of snapshot objects.
@@ -90,7 +91,7 @@ impl BackupResource for EtcdBackup {
         let Some((ordinal, member)) = pick_member(&names, members) else {
             let message =
                 format!("waiting for a healthy member of EtcdCluster {cluster_name} to take the snapshot from");
-            return Ok(Start::Wait { reason: "NoHealthyMember", message });
+            return Ok(Start::Wait { reason: Etcd::NoHealthyMember.into(), message });
         };
         let image = operator_image(EtcdOperator::NAME)
             .ok_or_else(|| statecraft_shared::Error::Permanent("the operator does not know its own image".into()))?;

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 use statecraft_shared::metrics::{BackupMetrics, ClusterFamily, PhaseGauge};
+use statecraft_shared::reason::Reason;
 
 use crate::build::Names;
 use crate::insight::{Abnormality, Kind};
@@ -220,8 +221,8 @@ impl EtcdMetrics {
     /// `Step::reason()`: `AddLearner`, `Promote`, `RemoveMember`, `ReplaceMember`,
     /// `Defragment`, `RecoverNoSpace`, `MoveLeader`, ...; waits are not steps) and whether it
     /// succeeded.
-    pub fn record_step(&self, cluster: &str, step: &str, succeeded: bool) {
-        self.steps.with(&[cluster, step, if succeeded { "success" } else { "error" }]).inc();
+    pub fn record_step(&self, cluster: &str, step: Reason, succeeded: bool) {
+        self.steps.with(&[cluster, step.as_str(), if succeeded { "success" } else { "error" }]).inc();
     }
 
     /// Counts a backup of `cluster` that finished while this process watched; a successful
@@ -241,7 +242,7 @@ impl EtcdMetrics {
 
     /// Records whether abnormality `kind` is active on `member`.
     pub fn set_abnormal(&self, cluster: &str, member: &str, kind: Kind, active: bool) {
-        self.abnormal.with(&[cluster, member, kind.reason()]).set(i64::from(active));
+        self.abnormal.with(&[cluster, member, kind.reason().into()]).set(i64::from(active));
     }
 
     /// Records the abnormalities the detector returned for `member`: those found are 1,
@@ -282,6 +283,7 @@ fn member_name(names: &Names, m: &Member) -> String {
 mod tests {
     use super::*;
     use crate::membership::MemberState;
+    use crate::reason::Etcd;
     use prometheus::{Encoder, TextEncoder};
 
     fn render(registry: &Registry) -> String {
@@ -344,8 +346,8 @@ mod tests {
         let names = Names::new("main", "prod");
         m.observe("main", &names, &observed(&names), Some(1));
         m.set_phase("main", "Degraded");
-        m.record_step("main", "Promote", true);
-        m.record_step("main", "Defragment", false);
+        m.record_step("main", Etcd::Promote.into(), true);
+        m.record_step("main", Etcd::Defragment.into(), false);
         m.record_backup("main", true, 200);
         m.record_backup("main", false, 300);
         m.backup_seen("main", 100);
@@ -426,7 +428,7 @@ mod tests {
         assert_lines(&text, &[r#"voting_members{cluster="main"} 1"#, r#"quorum{cluster="main"} 1"#]);
 
         m.set_phase("main", "Healthy");
-        m.record_step("main", "Remove", true);
+        m.record_step("main", Etcd::RemoveMember.into(), true);
         m.record_backup("main", true, 1);
         m.forget("main");
         let text = render(&registry);

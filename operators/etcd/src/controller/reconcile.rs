@@ -12,6 +12,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::Result;
 use statecraft_shared::apply::{Applier, OrphanPolicy};
+use statecraft_shared::reason::Common;
 use statecraft_shared::s3::check_credentials;
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 
@@ -100,7 +101,7 @@ pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<A
     applier.apply(pdb::pdb(&names, valid.spec.replicas as u32)).await?;
     let kinds = [ApiResource::erase::<Service>(&()), ApiResource::erase::<PodDisruptionBudget>(&())];
     for gone in applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await? {
-        rt.events.normal(&*cluster, "Deleted", "Cleanup", format!("deleted {gone}: no longer desired")).await;
+        rt.events.normal(&*cluster, Common::Deleted, "Cleanup", format!("deleted {gone}: no longer desired")).await;
     }
     if let Some(uid) = cluster.metadata.uid.as_deref() {
         ctx.ensure_task(&name, uid);

@@ -22,6 +22,7 @@ use super::Context;
 use crate::api::{EtcdBackup, EtcdCluster, EtcdRestore, EtcdRestoreStatus};
 use crate::build::restore::RESTORE_CONTAINER;
 use crate::build::{MAX_CLUSTER_NAME, Names};
+use crate::reason::Etcd;
 
 /// Annotation on a cluster created by a restore, naming the restore.
 pub const RESTORED_BY_ANNOTATION: &str = "etcd.statecraft.io/restored-by";
@@ -93,12 +94,12 @@ impl RestoreResource for EtcdRestore {
         let message = match restore_failure(ctx, &names).await? {
             Some(failure) => {
                 let message = format!("{} cannot restore the snapshot: {failure}", names.member(0));
-                ctx.rt.events.warning(self, "RestoreFailing", "Restore", message.clone()).await;
+                ctx.rt.events.warning(self, Etcd::RestoreFailing, "Restore", message.clone()).await;
                 message
             }
             None => format!("waiting for EtcdCluster {target_name} to be Ready"),
         };
-        Ok(Progress::Restoring(Wait { reason: "Bootstrapping", message, after: POLL }))
+        Ok(Progress::Restoring(Wait { reason: Etcd::Bootstrapping.into(), message, after: POLL }))
     }
 }
 

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
+use statecraft_shared::reason::Common;
 use statecraft_shared::upgrade::{Gate, Member, Role, UpgradeGates};
 use statecraft_shared::{Error, Result};
 
@@ -13,6 +14,7 @@ use crate::build::Names;
 use crate::membership::Observed;
 use crate::membership::dataplane;
 use crate::membership::plan::{Step, caught_up, leader, quorum};
+use crate::reason::Etcd;
 
 /// The pod label with the StatefulSet revision a pod was created from.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
@@ -75,7 +77,7 @@ impl UpgradeGates for Gates<'_> {
     async fn may_restart(&self, member: &Member) -> Result<Gate> {
         if let Some(job) = &self.backup_running {
             return Ok(Gate::closed(
-                "BackupRunning",
+                Common::BackupRunning,
                 format!("not restarting {} while snapshot Job {job} runs", member.name),
             ));
         }
@@ -88,14 +90,14 @@ impl UpgradeGates for Gates<'_> {
             .collect();
         if !others_unhealthy.is_empty() {
             return Ok(Gate::closed(
-                "OtherMembersNotHealthy",
+                Common::OtherMembersNotHealthy,
                 format!("not restarting {} while {} are not healthy", member.name, others_unhealthy.join(", ")),
             ));
         }
         let remaining = voters.iter().filter(|m| m.ordinal != me && self.healthy(m.id)).count();
         if voters.len() > 1 && remaining < quorum(voters.len()) {
             return Ok(Gate::closed(
-                "QuorumAtRisk",
+                Etcd::QuorumAtRisk,
                 format!("restarting {} would leave {remaining} of {} voting members", member.name, voters.len()),
             ));
         }
@@ -131,9 +133,10 @@ impl UpgradeGates for Gates<'_> {
         let found = self.observed.members.as_deref().unwrap_or_default().iter().find(|m| m.ordinal == me);
         match found {
             Some(m) if self.healthy(m.id) && caught_up(self.observed, m.id) => Ok(Gate::Open),
-            _ => {
-                Ok(Gate::closed("MemberNotCaughtUp", format!("{} has not caught up with the leader yet", member.name)))
-            }
+            _ => Ok(Gate::closed(
+                Common::MemberNotCaughtUp,
+                format!("{} has not caught up with the leader yet", member.name),
+            )),
         }
     }
 }

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use statecraft_shared::insight::{Finding, Raised, SpikeJudge, SpikeRule, Window, counter_increase};
 
 use super::sample::{Histogram, Sample};
+use crate::reason::Etcd;
 
-/// The kinds of abnormality, each a CamelCase reason for Events and metrics.
+/// The kinds of abnormality, each a reason for Events and a metric label value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// More leader changes than [`Thresholds::max_leader_changes`] within
@@ -37,17 +38,17 @@ impl Kind {
     pub const ALL: [Kind; 2] = [Kind::FrequentLeaderChanges, Kind::SlowDisk];
 
     /// The reason: Event reason and metric label value.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> Etcd {
         match self {
-            Kind::FrequentLeaderChanges => "FrequentLeaderChanges",
-            Kind::SlowDisk => "SlowDisk",
+            Kind::FrequentLeaderChanges => Etcd::FrequentLeaderChanges,
+            Kind::SlowDisk => Etcd::SlowDisk,
         }
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.reason())
+        f.write_str(self.reason().into())
     }
 }
 

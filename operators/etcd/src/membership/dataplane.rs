@@ -19,6 +19,7 @@ use tracing::{debug, info, warn};
 
 use super::observed::{Alarm, Member, MemberState};
 use super::plan::{Addressing, Step};
+use crate::reason::Etcd;
 
 /// Deadline to open a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -119,11 +120,11 @@ pub enum DataPlaneError {
 impl DataPlaneError {
     /// When the error means "not yet" rather than a failure: the condition reason of the
     /// wait the caller reports instead (and requeues after a few seconds).
-    pub fn wait_reason(&self) -> Option<&'static str> {
+    pub fn wait_reason(&self) -> Option<Etcd> {
         match self {
-            DataPlaneError::LearnerNotReady { .. } => Some("LearnerCatchingUp"),
-            DataPlaneError::Unsettled { .. } => Some("MembersSettling"),
-            DataPlaneError::LeaderChanged { .. } | DataPlaneError::MemberChanged { .. } => Some("Replanning"),
+            DataPlaneError::LearnerNotReady { .. } => Some(Etcd::LearnerCatchingUp),
+            DataPlaneError::Unsettled { .. } => Some(Etcd::MembersSettling),
+            DataPlaneError::LeaderChanged { .. } | DataPlaneError::MemberChanged { .. } => Some(Etcd::Replanning),
             _ => None,
         }
     }

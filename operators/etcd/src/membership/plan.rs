@@ -23,8 +23,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use statecraft_shared::reason::{Common, Reason};
+
 use super::observed::{Alarm, Member, MemberState, Observed, PodState};
 use crate::build::Names;
+use crate::reason::Etcd;
 
 /// How many raft entries a learner's applied index may trail the leader's last index and
 /// still be promoted (or a voter be chosen as the new leader). etcd applies its own check
@@ -99,10 +102,11 @@ pub struct Memory {
 pub enum Step {
     /// Nothing to do: the membership is as desired and healthy.
     Idle,
-    /// Something stops progress; `reason` is a CamelCase condition reason.
+    /// Something stops progress.
     Wait {
-        /// Condition reason.
-        reason: &'static str,
+        /// Condition reason: the planner's own ([`Etcd`]), or the problem of a member's pod
+        /// that explains the wait (`pods::explain_wait`).
+        reason: Reason,
         /// What is waited for, for humans.
         message: String,
     },
@@ -177,23 +181,24 @@ pub enum Step {
 }
 
 impl Step {
-    /// CamelCase reason for conditions and Events.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Step::Idle => "Idle",
-            Step::Wait { reason, .. } => reason,
-            Step::Bootstrap => "Bootstrap",
-            Step::AddLearner { .. } => "AddLearner",
-            Step::DeleteStaleClaim { .. } => "DeleteStaleClaim",
-            Step::RestartPod { .. } => "RestartPod",
-            Step::Promote { .. } => "Promote",
-            Step::MoveLeader { .. } => "MoveLeader",
-            Step::Remove { .. } => "RemoveMember",
-            Step::Replace { .. } => "ReplaceMember",
-            Step::ClearAlarm { .. } => "ClearAlarm",
-            Step::RecoverNoSpace => "RecoverNoSpace",
-            Step::Defragment { .. } => "Defragment",
-        }
+    /// The reason for conditions and Events.
+    pub fn reason(&self) -> Reason {
+        let entry = match self {
+            Step::Wait { reason, .. } => return *reason,
+            Step::Idle => return Common::Idle.into(),
+            Step::Bootstrap => return Common::Bootstrap.into(),
+            Step::AddLearner { .. } => Etcd::AddLearner,
+            Step::DeleteStaleClaim { .. } => Etcd::DeleteStaleClaim,
+            Step::RestartPod { .. } => Etcd::RestartPod,
+            Step::Promote { .. } => Etcd::Promote,
+            Step::MoveLeader { .. } => Etcd::MoveLeader,
+            Step::Remove { .. } => Etcd::RemoveMember,
+            Step::Replace { .. } => Etcd::ReplaceMember,
+            Step::ClearAlarm { .. } => Etcd::ClearAlarm,
+            Step::RecoverNoSpace => Etcd::RecoverNoSpace,
+            Step::Defragment { .. } => Etcd::Defragment,
+        };
+        entry.into()
     }
 
     /// What the step does, for humans.
@@ -244,8 +249,8 @@ impl Step {
     }
 }
 
-fn wait(reason: &'static str, message: impl Into<String>) -> Step {
-    Step::Wait { reason, message: message.into() }
+fn wait(reason: Etcd, message: impl Into<String>) -> Step {
+    Step::Wait { reason: reason.into(), message: message.into() }
 }
 
 /// Votes needed among `voters`.
@@ -392,10 +397,10 @@ fn unanswered(observed: &Observed) -> Step {
     }
     let only_first = observed.pods.keys().chain(observed.claims.iter()).all(|&k| k == 0);
     if only_first && observed.statefulset_replicas <= 1 {
-        return wait("MemberStarting", "waiting for the first member to answer");
+        return wait(Etcd::MemberStarting, "waiting for the first member to answer");
     }
     wait(
-        "QuorumLost",
+        Etcd::QuorumLost,
         format!(
             "no member answers ({} pods, {} volumes); the operator changes nothing until a majority is back",
             observed.pods.len(),
@@ -472,7 +477,7 @@ impl<'a> View<'a> {
         let (voters, healthy) = (self.voters(), self.healthy_voters());
         if healthy < quorum(voters) {
             return Some(wait(
-                "QuorumLost",
+                Etcd::QuorumLost,
                 format!(
                     "{healthy} of {voters} voting members are healthy, {} needed; the operator changes nothing",
                     quorum(voters)
@@ -480,7 +485,7 @@ impl<'a> View<'a> {
             ));
         }
         if self.leader.is_none() {
-            return Some(wait("NoLeader", "no member reports a leader: an election is under way"));
+            return Some(wait(Etcd::NoLeader, "no member reports a leader: an election is under way"));
         }
         None
     }
@@ -510,7 +515,7 @@ impl<'a> View<'a> {
         if let Some(state) = self.state(learner) {
             if !self.caught_up(state) {
                 return wait(
-                    "LearnerCatchingUp",
+                    Etcd::LearnerCatchingUp,
                     format!("learner {k} applied index {} of {}", state.raft_applied_index, self.leader_index()),
                 );
             }
@@ -518,7 +523,7 @@ impl<'a> View<'a> {
             // an unhealthy voter the moment it is promoted, and could cost quorum.
             if !self.healthy(learner) {
                 return wait(
-                    "LearnerNotHealthy",
+                    Etcd::LearnerNotHealthy,
                     format!("learner {k} has caught up but its pod is not running or is terminating"),
                 );
             }
@@ -527,13 +532,13 @@ impl<'a> View<'a> {
             return Step::Promote { id: learner.id, ordinal: k };
         }
         let Some(pod) = self.pod(learner) else {
-            return wait("MemberStarting", format!("waiting for the pod of learner {k}"));
+            return wait(Etcd::MemberStarting, format!("waiting for the pod of learner {k}"));
         };
         let started_too_early = pod.created.zip(self.memory.unhealthy_since.get(&k)).is_some_and(|(c, s)| c < *s);
         if !learner.started() && pod.crash_looping && !pod.terminating && started_too_early {
             return Step::RestartPod { ordinal: k };
         }
-        wait("MemberStarting", format!("waiting for learner {k} to start and answer"))
+        wait(Etcd::MemberStarting, format!("waiting for learner {k} to start and answer"))
     }
 
     /// A learner that never started and whose pod is not running yet (scheduling, image
@@ -612,7 +617,7 @@ impl<'a> View<'a> {
         let replicas = self.replicas();
         let candidate = ours.iter().filter(|(k, _)| *k >= replicas).max_by_key(|(k, m)| (!self.healthy(m), *k));
         let Some((k, m)) = candidate else {
-            return wait("WaitingForHealthyMembers", "no member beyond the desired size to remove");
+            return wait(Etcd::WaitingForHealthyMembers, "no member beyond the desired size to remove");
         };
         // Learners were dealt with before, so `m` votes.
         let voters = self.voters();
@@ -620,13 +625,13 @@ impl<'a> View<'a> {
         let remaining = voters.saturating_sub(1);
         if remaining_healthy < quorum(remaining) {
             return wait(
-                "WaitingForHealthyMembers",
+                Etcd::WaitingForHealthyMembers,
                 format!("removing member {k} would leave {remaining_healthy} healthy of {remaining} voters"),
             );
         }
         if self.leader == Some(m.id) {
             return self.move_leader_from(m, *k).unwrap_or_else(|| {
-                wait("WaitingForHealthyMembers", format!("member {k} leads and no caught-up voter can take over"))
+                wait(Etcd::WaitingForHealthyMembers, format!("member {k} leads and no caught-up voter can take over"))
             });
         }
         Step::Remove { id: m.id, ordinal: *k }
@@ -636,16 +641,18 @@ impl<'a> View<'a> {
     /// exists (one change at a time).
     fn add(&self, ordinal: u32) -> Step {
         if let Some(l) = self.members.iter().find(|m| m.is_learner) {
-            return wait("ForeignMember", format!("learner {:x} was not added by the operator", l.id));
+            return wait(Etcd::ForeignMember, format!("learner {:x} was not added by the operator", l.id));
         }
         if let Some(m) = self.members.iter().find(|m| !m.is_learner && !self.healthy(m)) {
             return match m.ordinal {
-                None => wait("ForeignMember", format!("voter {:x}, not managed by the operator, is unhealthy", m.id)),
-                Some(k) => wait("WaitingForHealthyMembers", format!("member {k} is unhealthy")),
+                None => {
+                    wait(Etcd::ForeignMember, format!("voter {:x}, not managed by the operator, is unhealthy", m.id))
+                }
+                Some(k) => wait(Etcd::WaitingForHealthyMembers, format!("member {k} is unhealthy")),
             };
         }
         if self.observed.pods.get(&ordinal).is_some_and(|p| p.terminating) {
-            return wait("PodTerminating", format!("waiting for the old pod of member {ordinal} to go"));
+            return wait(Etcd::PodTerminating, format!("waiting for the old pod of member {ordinal} to go"));
         }
         Step::AddLearner { ordinal }
     }
@@ -676,12 +683,12 @@ impl<'a> View<'a> {
     fn idle(&self) -> Step {
         let size = statefulset_replicas(self.observed);
         if let Some(k) = self.observed.pods.keys().find(|k| **k >= size) {
-            return wait("PodTerminating", format!("waiting for the pod of former member {k} to go"));
+            return wait(Etcd::PodTerminating, format!("waiting for the pod of former member {k} to go"));
         }
         for (k, m) in self.ours() {
             if self.alarmed(m, Alarm::Corrupt) {
                 return wait(
-                    "MemberCorrupt",
+                    Etcd::MemberCorrupt,
                     format!("member {k} reports corruption; it is not replaced automatically"),
                 );
             }
@@ -691,7 +698,7 @@ impl<'a> View<'a> {
                     Some(after) => format!("replaced after {} s if quorum allows", after.as_secs()),
                     None => "automatic replacement is off".into(),
                 };
-                return wait("MemberUnhealthy", format!("member {k} unhealthy for {since} s; {next}"));
+                return wait(Etcd::MemberUnhealthy, format!("member {k} unhealthy for {since} s; {next}"));
             }
         }
         Step::Idle

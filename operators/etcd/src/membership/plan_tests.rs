@@ -106,7 +106,7 @@ fn once(d: &Desired, o: &Observed) -> Step {
     pass(d, o, &mut Memory::default())
 }
 
-fn reason(step: &Step) -> &'static str {
+fn reason(step: &Step) -> Reason {
     step.reason()
 }
 
@@ -126,20 +126,20 @@ fn bootstraps_only_when_nothing_exists() {
     starting.pods.insert(0, pod(0, 0));
     starting.claims.insert(0);
     starting.statefulset_replicas = 1;
-    assert_eq!(reason(&once(&desired(3), &starting)), "MemberStarting");
+    assert_eq!(reason(&once(&desired(3), &starting)), Etcd::MemberStarting);
     assert_eq!(initial_cluster(&names(), &starting), None, "the bootstrap configuration is kept");
 
     // Volumes of an earlier cluster, no pod: never a new cluster over them.
     let mut leftovers = empty.clone();
     leftovers.claims.extend([0, 1, 2]);
-    assert_eq!(reason(&once(&desired(3), &leftovers)), "QuorumLost");
+    assert_eq!(reason(&once(&desired(3), &leftovers)), Etcd::QuorumLost);
     assert_eq!(initial_cluster(&names(), &leftovers), None);
 
     // Every member of a grown cluster down: quorum lost, nothing done, StatefulSet kept.
     let mut all_down = cluster(&[0, 1, 2], &[]);
     all_down.members = None;
     all_down.states.clear();
-    assert_eq!(reason(&once(&desired(3), &all_down)), "QuorumLost");
+    assert_eq!(reason(&once(&desired(3), &all_down)), Etcd::QuorumLost);
     assert_eq!(statefulset_replicas(&all_down), 3);
     assert_eq!(initial_cluster(&names(), &all_down), None, "never `new` for a cluster that exists");
 }
@@ -158,14 +158,14 @@ fn scales_out_one_learner_at_a_time_and_promotes_it_when_caught_up() {
     let ic = initial_cluster(&names(), &o).unwrap();
     assert_eq!(ic.members, format!("c-0={},c-1={}", names().peer_url(0), names().peer_url(1)));
     assert_eq!(ic.state, "existing");
-    assert_eq!(reason(&once(&d, &o)), "MemberStarting");
+    assert_eq!(reason(&once(&d, &o)), Etcd::MemberStarting);
 
     // Started, behind: wait, and no second learner meanwhile.
     o.pods.insert(1, pod(1, 100));
     members(&mut o)[1].name = "c-1".into();
     o.states.insert(id(1), MemberState { is_learner: true, ..state(1, 0, 10) });
-    assert_eq!(reason(&once(&d, &o)), "LearnerCatchingUp");
-    assert_eq!(reason(&once(&desired(5), &o)), "LearnerCatchingUp");
+    assert_eq!(reason(&once(&d, &o)), Etcd::LearnerCatchingUp);
+    assert_eq!(reason(&once(&desired(5), &o)), Etcd::LearnerCatchingUp);
 
     // Caught up: within the margin and within etcd's own 90% rule.
     o.states.get_mut(&id(1)).unwrap().raft_applied_index = 950;
@@ -174,14 +174,14 @@ fn scales_out_one_learner_at_a_time_and_promotes_it_when_caught_up() {
     let mut old = o.clone();
     old.states.get_mut(&id(0)).unwrap().raft_index = 100_000;
     old.states.get_mut(&id(1)).unwrap().raft_applied_index = 100_000 - CATCH_UP_MARGIN - 1;
-    assert_eq!(reason(&once(&d, &old)), "LearnerCatchingUp");
+    assert_eq!(reason(&once(&d, &old)), Etcd::LearnerCatchingUp);
     old.states.get_mut(&id(1)).unwrap().raft_applied_index = 100_000 - CATCH_UP_MARGIN;
     assert_eq!(once(&d, &old), Step::Promote { id: id(1), ordinal: 1 });
     // On a young cluster, etcd's 90% rule is kept.
     let mut young = o.clone();
     young.states.get_mut(&id(0)).unwrap().raft_index = 20;
     young.states.get_mut(&id(1)).unwrap().raft_applied_index = 15;
-    assert_eq!(reason(&once(&d, &young)), "LearnerCatchingUp");
+    assert_eq!(reason(&once(&d, &young)), Etcd::LearnerCatchingUp);
 
     // Promoted: the next ordinal.
     members(&mut o)[1].is_learner = false;
@@ -195,14 +195,14 @@ fn scales_out_one_learner_at_a_time_and_promotes_it_when_caught_up() {
 fn adding_needs_every_voter_healthy() {
     let mut o = cluster(&[0, 1, 2], &[]);
     down(&mut o, 2);
-    assert_eq!(reason(&once(&desired(5), &o)), "WaitingForHealthyMembers");
+    assert_eq!(reason(&once(&desired(5), &o)), Etcd::WaitingForHealthyMembers);
 }
 
 #[test]
 fn old_pod_still_terminating_delays_the_add() {
     let mut o = cluster(&[0, 1], &[]);
     o.pods.insert(2, PodState { terminating: true, ..pod(2, 0) });
-    assert_eq!(reason(&once(&desired(3), &o)), "PodTerminating");
+    assert_eq!(reason(&once(&desired(3), &o)), Etcd::PodTerminating);
 }
 
 // ---- half-done changes ----
@@ -233,10 +233,10 @@ fn learner_pod_started_before_its_membership_is_restarted_once() {
     // The new pod, created after the learner was seen, is not restarted again.
     o.now = t(110);
     o.pods.insert(2, PodState { running: false, crash_looping: true, restarts: 1, ..pod(2, 105) });
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberStarting");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberStarting);
     // A pod that is merely pending is waited for.
     o.pods.insert(2, PodState { running: false, ..pod(2, 50) });
-    assert_eq!(reason(&once(&d, &o)), "MemberStarting");
+    assert_eq!(reason(&once(&d, &o)), Etcd::MemberStarting);
 }
 
 #[test]
@@ -253,7 +253,7 @@ fn operator_killed_after_adding_a_learner_that_is_no_longer_wanted_removes_it_fi
     assert_eq!(statefulset_replicas(&o), 4);
     let mut wanted = cluster(&[0, 1, 2], &[]);
     members(&mut wanted).push(Member { name: String::new(), ..member(3, true) });
-    assert_eq!(reason(&once(&desired(5), &wanted)), "MemberStarting");
+    assert_eq!(reason(&once(&desired(5), &wanted)), Etcd::MemberStarting);
 }
 
 #[test]
@@ -277,11 +277,11 @@ fn without_quorum_nothing_is_done() {
     remember(&mut memory, &o);
     o.now = t(10_000);
     let step = plan(&d, &o, &memory);
-    assert_eq!(reason(&step), "QuorumLost", "{step:?}");
+    assert_eq!(reason(&step), Etcd::QuorumLost, "{step:?}");
     // A learner does not count: 1 of 2 voters is not a majority either.
     let mut two = cluster(&[0, 1], &[2]);
     down(&mut two, 1);
-    assert_eq!(reason(&once(&desired(3), &two)), "QuorumLost");
+    assert_eq!(reason(&once(&desired(3), &two)), Etcd::QuorumLost);
 }
 
 #[test]
@@ -290,7 +290,7 @@ fn no_leader_waits() {
     for s in o.states.values_mut() {
         s.leader = 0;
     }
-    assert_eq!(reason(&once(&desired(5), &o)), "NoLeader");
+    assert_eq!(reason(&once(&desired(5), &o)), Etcd::NoLeader);
 }
 
 // ---- scale in ----
@@ -326,7 +326,7 @@ fn scale_in_to_one_member() {
     after.pods.insert(1, PodState { running: false, crash_looping: true, ..pod(1, 0) });
     after.statefulset_replicas = 2;
     assert_eq!(statefulset_replicas(&after), 1);
-    assert_eq!(reason(&once(&d, &after)), "PodTerminating");
+    assert_eq!(reason(&once(&d, &after)), Etcd::PodTerminating);
     after.pods.remove(&1);
     assert_eq!(once(&d, &after), Step::DeleteStaleClaim { ordinal: 1 });
 }
@@ -343,7 +343,7 @@ fn scale_in_removes_an_unhealthy_member_first_and_never_below_quorum() {
     lead(&mut o, 2);
     down(&mut o, 0);
     down(&mut o, 1);
-    assert_eq!(reason(&once(&desired(3), &o)), "WaitingForHealthyMembers");
+    assert_eq!(reason(&once(&desired(3), &o)), Etcd::WaitingForHealthyMembers);
 }
 
 #[test]
@@ -364,7 +364,7 @@ fn five_to_three_with_a_dead_member_below_the_size() {
     o.claims.remove(&3);
     o.now = t(120);
     // 0, 2 healthy of {0, 1, 2}: wait until 1 has been down long enough.
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberUnhealthy");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
     o.now = t(161);
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(1), ordinal: 1 });
 }
@@ -390,16 +390,16 @@ fn member_that_lost_its_data_is_replaced_after_the_delay() {
     let mut memory = Memory::default();
     let mut o = cluster(&[0, 1, 2], &[]);
     down(&mut o, 2);
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberUnhealthy");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
     o.now = t(159);
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberUnhealthy");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
     o.now = t(160);
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
 
     // Auto-heal off: reported only.
     let off = Desired { replace_after: None, ..d.clone() };
     let step = pass(&off, &o, &mut memory);
-    assert_eq!(reason(&step), "MemberUnhealthy");
+    assert_eq!(reason(&step), Etcd::MemberUnhealthy);
     assert!(step.message().contains("off"), "{}", step.message());
 }
 
@@ -435,7 +435,7 @@ fn replacing_needs_a_quorum_of_the_other_voters() {
     // 1 corrupt but answering; 2 recently down: replacing 1 would leave 0 alone of 2.
     o.alarms.insert(id(1), BTreeSet::from([Alarm::Corrupt]));
     down(&mut o, 2);
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberCorrupt");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberCorrupt);
     // Once 2 has been down long enough, it is replaced (1 stays: 0 and 1 are the quorum).
     o.now = t(200);
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
@@ -456,7 +456,7 @@ fn corrupt_member_is_replaced_at_once_and_a_corrupt_leader_hands_over_first() {
     // Auto-heal off: reported only.
     let off = Desired { replace_after: None, ..d };
     o.alarms.remove(&id(0));
-    assert_eq!(reason(&once(&off, &o)), "MemberCorrupt");
+    assert_eq!(reason(&once(&off, &o)), Etcd::MemberCorrupt);
 }
 
 #[test]
@@ -467,9 +467,9 @@ fn learner_that_never_starts_is_replaced_but_a_pending_one_is_not() {
     members(&mut o).push(Member { name: String::new(), ..member(2, true) });
     // Pod pending (image pull, scheduling) for long: slow, not broken.
     o.pods.insert(2, PodState { running: false, ..pod(2, 99) });
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberStarting");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberStarting);
     o.now = t(1000);
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "MemberStarting");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberStarting);
     // Crash-looping (stale data) for long, after its one restart: replaced.
     o.pods.insert(2, PodState { running: false, crash_looping: true, restarts: 9, ..pod(2, 500) });
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
@@ -484,7 +484,7 @@ fn replacement_is_not_blocked_by_a_learner_catching_up() {
     let mut o = cluster(&[0, 1, 2], &[3]);
     o.states.get_mut(&id(3)).unwrap().raft_applied_index = 1;
     down(&mut o, 1);
-    assert_eq!(reason(&pass(&d, &o, &mut memory)), "LearnerCatchingUp");
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::LearnerCatchingUp);
     o.now = t(200);
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(1), ordinal: 1 });
 }
@@ -527,7 +527,7 @@ fn defragments_followers_before_the_leader_only_when_all_is_well() {
     assert_eq!(once(&desired(3), &o), Step::Idle);
     let mut sick = o.clone();
     down(&mut sick, 0);
-    assert_eq!(reason(&once(&d, &sick)), "MemberUnhealthy");
+    assert_eq!(reason(&once(&d, &sick)), Etcd::MemberUnhealthy);
     assert_eq!(once(&Desired { replicas: 5, ..d.clone() }, &o), Step::AddLearner { ordinal: 3 });
 }
 
@@ -549,7 +549,7 @@ fn foreign_members_are_never_touched() {
     assert_eq!(once(&desired(3), &o), Step::Idle);
     assert_eq!(once(&desired(1), &o), Step::Remove { id: id(2), ordinal: 2 });
     o.states.remove(&0xf00);
-    assert_eq!(reason(&once(&desired(5), &o)), "ForeignMember");
+    assert_eq!(reason(&once(&desired(5), &o)), Etcd::ForeignMember);
     assert_eq!(once(&desired(3), &o), Step::Idle, "it blocks nothing else");
     let ic = initial_cluster(&names(), &o).unwrap();
     assert!(ic.members.ends_with(",other=http://10.0.0.9:2380"), "{}", ic.members);
@@ -559,7 +559,7 @@ fn foreign_members_are_never_touched() {
     members(&mut o).push(Member { is_learner: true, ..foreign });
     o.states
         .insert(0xf00, MemberState { id: 0xf00, leader: id(0), raft_applied_index: 1000, ..MemberState::default() });
-    assert_eq!(reason(&once(&desired(5), &o)), "ForeignMember");
+    assert_eq!(reason(&once(&desired(5), &o)), Etcd::ForeignMember);
     assert_eq!(statefulset_replicas(&o), 3);
 }
 
@@ -592,10 +592,10 @@ fn every_step_has_a_reason_and_a_message() {
         Step::RecoverNoSpace,
         Step::Defragment { id: 1, ordinal: 1 },
     ];
-    let reasons: BTreeSet<&str> = steps.iter().map(Step::reason).collect();
+    let reasons: BTreeSet<&str> = steps.iter().map(|s| s.reason().as_str()).collect();
     assert_eq!(reasons.len(), steps.len());
     for s in &steps {
-        assert!(s.reason().chars().all(char::is_alphanumeric), "{s:?}");
+        assert!(s.reason().as_str().chars().all(char::is_alphanumeric), "{s:?}");
         assert!(!s.message().is_empty());
     }
 }

@@ -22,6 +22,7 @@ use etcd_client::{Client, ConnectOptions, GetOptions};
 use statecraft_etcd::membership::dataplane::{self, DataPlaneError, Gathered};
 use statecraft_etcd::membership::plan::{self, Addressing, Desired, InitialCluster, Memory, Step};
 use statecraft_etcd::membership::{Observed, PodState};
+use statecraft_shared::reason::{Common, Reason};
 use tokio::net::TcpSocket;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
@@ -310,7 +311,11 @@ impl Harness {
         self.replicas = plan::statefulset_replicas(&observed);
         let outcome = match self.apply(&step).await {
             Ok(()) => step.clone(),
-            Err(e) => Step::Wait { reason: e.wait_reason().unwrap_or("StepFailed"), message: e.to_string() },
+            // A failure is the controller's `Error::DataPlane`, whose reason the Event gives.
+            Err(e) => Step::Wait {
+                reason: e.wait_reason().map_or(Common::DataPlaneError.into(), Reason::from),
+                message: e.to_string(),
+            },
         };
         self.log.push(Logged { step, leader: leader(&observed), at: Instant::now() });
         self.sync().await;

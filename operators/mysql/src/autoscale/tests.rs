@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use statecraft_shared::autoscale::{Pressure, Thresholds};
+use statecraft_shared::reason::Catalogue;
 
 use super::*;
 use crate::api::{AutoScalingStatus, MySQLClusterSpec, MySQLClusterStatus};
@@ -225,30 +226,30 @@ fn an_unhealthy_or_busy_cluster_cannot_be_resized() {
     assert_eq!(
         blocker(&d, false, false),
         Some(Blocker {
-            reason: "ClusterNotHealthy",
+            reason: MySql::ClusterNotHealthy.into(),
             message: "the cluster is Degraded: it is resized only while every member serves".into(),
         })
     );
     // Health comes first.
-    assert_eq!(blocker(&d, true, true).unwrap().reason, "ClusterNotHealthy");
+    assert_eq!(blocker(&d, true, true).unwrap().reason, MySql::ClusterNotHealthy);
 
     // Healthy, but a switchover is under way.
     let mut switching = healthy(3);
     switching.switchover_to = Some(1);
     let d = decide(&switching);
     assert_eq!(d.health, Health::Healthy);
-    assert_eq!(blocker(&d, false, false).unwrap().reason, "ClusteringBusy");
+    assert_eq!(blocker(&d, false, false).unwrap().reason, MySql::ClusteringBusy);
 
     let d = decide(&healthy(3));
     assert_eq!(
         blocker(&d, true, false),
-        Some(Blocker { reason: "UpgradeInProgress", message: "a rolling restart is under way".into() })
+        Some(Blocker { reason: MySql::UpgradeInProgress.into(), message: "a rolling restart is under way".into() })
     );
     assert_eq!(
         blocker(&d, false, true),
-        Some(Blocker { reason: "Reseeding", message: "a replica is being re-seeded".into() })
+        Some(Blocker { reason: MySql::Reseeding.into(), message: "a replica is being re-seeded".into() })
     );
-    assert_eq!(blocker(&d, true, true).unwrap().reason, "UpgradeInProgress");
+    assert_eq!(blocker(&d, true, true).unwrap().reason, MySql::UpgradeInProgress);
 }
 
 // --- judge() -------------------------------------------------------------------------------
@@ -279,9 +280,9 @@ fn degraded_blocker() -> Blocker {
     blocker(&decide(&o), false, false).expect("a degraded cluster is blocked")
 }
 
-fn reason(v: &Verdict) -> &'static str {
+fn reason(v: &Verdict) -> MySql {
     match v {
-        Verdict::Steady { reason, .. } | Verdict::Held { reason, .. } | Verdict::Scale { reason, .. } => reason,
+        Verdict::Steady { reason, .. } | Verdict::Held { reason, .. } | Verdict::Scale { reason, .. } => *reason,
     }
 }
 
@@ -291,14 +292,14 @@ fn no_pressure_is_steady() {
     assert_eq!(
         judge(&p, 3, &reading(Some((2.0, 2)), Pressure::None, 0), None),
         Verdict::Steady {
-            reason: "WithinThresholds",
+            reason: MySql::WithinThresholds,
             message: "3 servers between 1 and 5; scaling out above 4 client connections per replica, in below 1".into(),
         }
     );
     // A blocker does not matter while nothing is asked.
     assert_eq!(
         reason(&judge(&p, 3, &reading(Some((2.0, 2)), Pressure::None, 0), Some(degraded_blocker()))),
-        "WithinThresholds"
+        MySql::WithinThresholds
     );
 }
 
@@ -307,13 +308,13 @@ fn scaling_out_at_the_maximum_is_steady() {
     assert_eq!(
         judge(&connections_policy(1, 5, 4, 1), 5, &reading(Some((10.0, 4)), Pressure::Out, 60), None),
         Verdict::Steady {
-            reason: "AtMaximum",
+            reason: MySql::AtMaximum,
             message: "10.0 client connections per replica for 60 s, above 4, but 5 servers is the maximum".into(),
         }
     );
     // A maximum of 3 below the largest size.
     let v = judge(&connections_policy(1, 3, 4, 1), 3, &reading(Some((10.0, 2)), Pressure::Out, 60), None);
-    assert_eq!(reason(&v), "AtMaximum");
+    assert_eq!(reason(&v), MySql::AtMaximum);
 }
 
 #[test]
@@ -322,14 +323,14 @@ fn scaling_out_adds_two_replicas() {
         judge(&connections_policy(1, 5, 4, 1), 3, &reading(Some((10.0, 2)), Pressure::Out, 75), None),
         Verdict::Scale {
             to: 5,
-            reason: SCALE_OUT,
+            reason: MySql::ScaleOut,
             message: "10.0 client connections per replica for 75 s, above 4: from 3 to 5 servers".into(),
         }
     );
-    assert_eq!(SCALE_OUT, "ScaleOut");
+    assert_eq!(MySql::ScaleOut.as_str(), "ScaleOut");
     // From a single server.
     let v = judge(&connections_policy(1, 5, 4, 1), 1, &reading(Some((4.5, 1)), Pressure::Out, 60), None);
-    assert!(matches!(v, Verdict::Scale { to: 3, reason: "ScaleOut", .. }), "{v:?}");
+    assert!(matches!(v, Verdict::Scale { to: 3, reason: MySql::ScaleOut, .. }), "{v:?}");
 }
 
 #[test]
@@ -338,7 +339,7 @@ fn a_scale_out_is_held_by_a_blocker_that_it_names() {
     assert_eq!(
         judge(&connections_policy(1, 5, 4, 1), 3, &reading(Some((10.0, 2)), Pressure::Out, 75), Some(b.clone())),
         Verdict::Held {
-            reason: "ScaleOutHeld",
+            reason: MySql::ScaleOutHeld,
             message: format!(
                 "10.0 client connections per replica for 75 s, above 4: from 3 to 5 servers is held: {}",
                 b.message
@@ -354,11 +355,11 @@ fn scaling_in_removes_two_replicas() {
         judge(&connections_policy(1, 5, 4, 1), 5, &reading(Some((0.5, 4)), Pressure::In, 600), None),
         Verdict::Scale {
             to: 3,
-            reason: SCALE_IN,
+            reason: MySql::ScaleIn,
             message: "0.5 client connections per replica for 600 s, below 1: from 5 to 3 servers".into(),
         }
     );
-    assert_eq!(SCALE_IN, "ScaleIn");
+    assert_eq!(MySql::ScaleIn.as_str(), "ScaleIn");
 }
 
 #[test]
@@ -366,7 +367,7 @@ fn scaling_in_at_the_minimum_is_steady() {
     assert_eq!(
         judge(&connections_policy(3, 5, 4, 1), 3, &reading(Some((0.5, 2)), Pressure::In, 600), None),
         Verdict::Steady {
-            reason: "AtMinimum",
+            reason: MySql::AtMinimum,
             message: "0.5 client connections per replica for 600 s, below 1, but 3 servers is the minimum".into(),
         }
     );
@@ -382,7 +383,7 @@ fn a_scale_in_is_held_by_a_blocker() {
     );
     match v {
         Verdict::Held { reason, message } => {
-            assert_eq!(reason, "ScaleInHeld");
+            assert_eq!(reason, MySql::ScaleInHeld);
             assert!(message.starts_with("0.5 client connections per replica for 600 s, below 1: from 5 to 3 servers is held: the cluster is Degraded"), "{message}");
         }
         other => panic!("expected Held, got {other:?}"),
@@ -395,7 +396,7 @@ fn a_scale_in_that_would_overload_the_replicas_left_is_held() {
     assert_eq!(
         judge(&connections_policy(1, 5, 5, 4), 5, &reading(Some((3.0, 4)), Pressure::In, 600), None),
         Verdict::Held {
-            reason: "ScaleInWouldOverload",
+            reason: MySql::ScaleInWouldOverload,
             message: "3.0 client connections per replica for 600 s, below 4, but 2 replicas would carry 6.0 each, \
                       above 5: staying at 5 servers"
                 .into(),
@@ -403,7 +404,7 @@ fn a_scale_in_that_would_overload_the_replicas_left_is_held() {
     );
     // Exactly at scaleOutAbove is not above it: the scale-in goes ahead.
     let v = judge(&connections_policy(1, 5, 6, 4), 5, &reading(Some((3.0, 4)), Pressure::In, 600), None);
-    assert!(matches!(v, Verdict::Scale { to: 3, reason: "ScaleIn", .. }), "{v:?}");
+    assert!(matches!(v, Verdict::Scale { to: 3, reason: MySql::ScaleIn, .. }), "{v:?}");
     // The overload is said even when a blocker would also hold the scale-in.
     let v = judge(
         &connections_policy(1, 5, 5, 4),
@@ -411,7 +412,7 @@ fn a_scale_in_that_would_overload_the_replicas_left_is_held() {
         &reading(Some((3.0, 4)), Pressure::In, 600),
         Some(degraded_blocker()),
     );
-    assert_eq!(reason(&v), "ScaleInWouldOverload");
+    assert_eq!(reason(&v), MySql::ScaleInWouldOverload);
 }
 
 #[test]
@@ -421,7 +422,7 @@ fn replication_lag_is_not_projected_onto_the_replicas_left() {
         judge(&p, 5, &reading(Some((3.0, 4)), Pressure::In, 600), None),
         Verdict::Scale {
             to: 3,
-            reason: SCALE_IN,
+            reason: MySql::ScaleIn,
             message: "3.0 replication lag (seconds) for 600 s, below 4: from 5 to 3 servers".into(),
         }
     );
@@ -432,10 +433,10 @@ fn scaling_in_to_one_server_projects_onto_the_primary() {
     // 3 → 1: the 2 readers' load moves to the single server left.
     let p = connections_policy(1, 5, 5, 3);
     let v = judge(&p, 3, &reading(Some((2.0, 2)), Pressure::In, 600), None);
-    assert!(matches!(v, Verdict::Scale { to: 1, reason: "ScaleIn", .. }), "2 × 2.0 = 4.0 fits: {v:?}");
+    assert!(matches!(v, Verdict::Scale { to: 1, reason: MySql::ScaleIn, .. }), "2 × 2.0 = 4.0 fits: {v:?}");
     match judge(&p, 3, &reading(Some((2.6, 2)), Pressure::In, 600), None) {
         Verdict::Held { reason, message } => {
-            assert_eq!(reason, "ScaleInWouldOverload");
+            assert_eq!(reason, MySql::ScaleInWouldOverload);
             assert!(
                 message.contains("but the primary alone would carry 5.2 each, above 5: staying at 3 servers"),
                 "{message}"
@@ -451,7 +452,7 @@ fn a_metric_that_cannot_be_measured_holds_whatever_the_pressure() {
         assert_eq!(
             judge(&connections_policy(1, 5, 4, 1), 3, &reading(None, pressure, 0), None),
             Verdict::Held {
-                reason: "MetricUnavailable",
+                reason: MySql::MetricUnavailable,
                 message: "the client connections per replica cannot be measured now: no serving replica reported it"
                     .into(),
             },
@@ -472,7 +473,7 @@ fn measured_then_judged_a_busy_cluster_scales_out() {
     let value = measure(p.metric, &o, &d);
     assert_eq!(value, Some((40.0, 2)));
     let v = judge(&p, 3, &reading(value, Pressure::Out, 60), blocker(&d, false, false));
-    assert!(matches!(v, Verdict::Scale { to: 5, reason: "ScaleOut", .. }), "{v:?}");
+    assert!(matches!(v, Verdict::Scale { to: 5, reason: MySql::ScaleOut, .. }), "{v:?}");
 }
 
 #[test]

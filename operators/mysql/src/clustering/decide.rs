@@ -17,23 +17,11 @@
 
 use std::collections::BTreeSet;
 
+use statecraft_shared::reason::{Common, Reason};
+
 use super::gtid::GtidSet;
 use super::observed::{Member, Observed, PodState, Replication, Server};
-
-/// Wait reason: a re-seed is due but too few other replicas are healthy to acknowledge the
-/// primary's commits without the member.
-pub const RESEED_WAITS_FOR_REPLICAS: &str = "ReseedWaitsForHealthyReplicas";
-/// Wait reason: a re-seed is due but another member is not serving yet (being rebuilt, or
-/// down): one member at a time.
-pub const RESEED_WAITS_FOR_MEMBER: &str = "ReseedWaitsForMember";
-
-/// Wait reason of a failover held because a replica restarted and may have lost writes.
-pub const REPLICA_RESTARTED: &str = "ReplicaRestartedBeforeFailover";
-
-/// Wait reason: the read-write Service still leads, or led a moment ago, new connections to
-/// a former primary (see [`super::routes`]); the new primary takes no writes, and a former
-/// primary that nobody acknowledges is not demoted, until it no longer does.
-pub const FORMER_PRIMARY_ROUTED: &str = "FormerPrimaryStillRouted";
+use crate::reason::MySql;
 
 /// Passes in a row a primary whose pod still runs must fail to answer before a failover
 /// (a pod that is gone, terminating or not started is failed over at once: no server runs
@@ -63,16 +51,21 @@ pub enum Health {
 }
 
 impl Health {
-    /// The `status.phase` text.
+    /// The `status.phase` text: the same word as the reason.
     pub fn as_str(self) -> &'static str {
+        self.reason().as_str()
+    }
+
+    /// The Ready (and Degraded) condition's reason when no wait gives one: the phase.
+    pub fn reason(self) -> Reason {
         match self {
-            Health::Stopped => "Stopped",
-            Health::Paused => "Paused",
-            Health::Initializing => "Initializing",
-            Health::Healthy => "Healthy",
-            Health::Degraded => "Degraded",
-            Health::Failed => "Failed",
-            Health::Lost => "Lost",
+            Health::Stopped => MySql::Stopped.into(),
+            Health::Paused => Common::Paused.into(),
+            Health::Initializing => MySql::Initializing.into(),
+            Health::Healthy => Common::Healthy.into(),
+            Health::Degraded => Common::Degraded.into(),
+            Health::Failed => MySql::Failed.into(),
+            Health::Lost => MySql::Lost.into(),
         }
     }
 }
@@ -101,10 +94,11 @@ impl Role {
 pub enum Operation {
     /// Everything is as it should be.
     Nothing,
-    /// Something stops progress; `reason` is a CamelCase condition reason.
+    /// Something stops progress; `reason` reaches the Ready condition and an Event.
     Wait {
-        /// Condition reason.
-        reason: &'static str,
+        /// A [`MySql`] entry, which the task may replace with the pod problem that explains
+        /// it (a [`statecraft_shared::reason::Common`] one).
+        reason: Reason,
         /// What is waited for, for humans.
         message: String,
     },
@@ -222,8 +216,8 @@ pub struct Decision {
     pub verdicts: Vec<Verdict>,
 }
 
-fn wait(reason: &'static str, message: impl Into<String>) -> Operation {
-    Operation::Wait { reason, message: message.into() }
+fn wait(reason: MySql, message: impl Into<String>) -> Operation {
+    Operation::Wait { reason: reason.into(), message: message.into() }
 }
 
 /// Decides what to do with the cluster observed in `o`.
@@ -293,7 +287,7 @@ pub fn decide(o: &Observed) -> Decision {
     } else if primary_server.is_none() {
         match operation {
             Operation::Fence { .. } | Operation::Promote { .. } => Health::Failed,
-            Operation::Wait { reason: "PrimaryUnreachable", .. } => Health::Degraded,
+            Operation::Wait { reason, .. } if reason == MySql::PrimaryUnreachable => Health::Degraded,
             _ => Health::Lost,
         }
     } else if verdicts.iter().find(|v| v.ordinal == primary_ordinal).is_some_and(|v| v.healthy)
@@ -324,7 +318,7 @@ fn demote(o: &Observed, rogue: &Member, verdicts: &[Verdict]) -> Operation {
     }
     relabel(o, verdicts).unwrap_or_else(|| {
         wait(
-            FORMER_PRIMARY_ROUTED,
+            MySql::FormerPrimaryStillRouted,
             format!(
                 "member {} is writable and not the primary, and the read-write Service led new connections to it within the last {} s; no replica acknowledges its commits, so it is demoted once the Service no longer leads to it",
                 rogue.ordinal,
@@ -361,13 +355,13 @@ fn bootstrap(o: &Observed) -> (Health, Operation) {
     if !missing.is_empty() {
         return (
             Health::Initializing,
-            wait("WaitingForServers", format!("waiting for servers {} to answer", missing.join(", "))),
+            wait(MySql::WaitingForServers, format!("waiting for servers {} to answer", missing.join(", "))),
         );
     }
     let up: Vec<(u32, &Server)> = wanted.iter().filter_map(|m| m.server.up().map(|s| (m.ordinal, s))).collect();
     match superset(up.iter().map(|(i, s)| (*i, s.executed.clone()))) {
         Ok(primary) => (Health::Initializing, Operation::Bootstrap { primary }),
-        Err(msg) => (Health::Initializing, wait("ConflictingHistories", msg)),
+        Err(msg) => (Health::Initializing, wait(MySql::ConflictingHistories, msg)),
     }
 }
 
@@ -391,7 +385,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
                 && !ps.executed.contains(&s.received())
             {
                 return wait(
-                    "PrimaryBehindReplica",
+                    MySql::PrimaryBehindReplica,
                     format!(
                         "primary {} lacks transactions member {} has ({}); not making it writable",
                         p.ordinal,
@@ -417,7 +411,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         let routed: Vec<u32> = o.routed.iter().copied().filter(|k| *k != p.ordinal).collect();
         if !routed.is_empty() {
             return wait(
-                FORMER_PRIMARY_ROUTED,
+                MySql::FormerPrimaryStillRouted,
                 format!(
                     "the read-write Service led new connections to member(s) {routed:?} within the last {} s; primary {} takes writes once it leads only to it",
                     super::routes::SETTLE.as_secs(),
@@ -447,7 +441,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         return match chosen {
             Some(to) => Operation::Switchover { from: p.ordinal, to: to.ordinal },
             None => wait(
-                "SwitchoverTargetNotReady",
+                MySql::SwitchoverTargetNotReady,
                 match target {
                     Some(t) => format!(
                         "switchover target {t} is not a healthy replica within {SWITCHOVER_MAX_LAG_SECONDS} s of the primary"
@@ -542,7 +536,7 @@ fn reseed(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Result<Opera
     let unsettled = replicas().find(|r| r.ordinal != m.ordinal && !settled(r));
     if let Some(r) = unsettled {
         return Some(Err(wait(
-            RESEED_WAITS_FOR_MEMBER,
+            MySql::ReseedWaitsForMember,
             format!(
                 "re-seeding member {name} ({}) waits until member {} serves again: one member at a time",
                 why.describe(),
@@ -558,7 +552,7 @@ fn reseed(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Result<Opera
     let needed = o.ack_count.max(1);
     if healthy < needed {
         return Some(Err(wait(
-            RESEED_WAITS_FOR_REPLICAS,
+            MySql::ReseedWaitsForHealthyReplicas,
             format!(
                 "re-seeding member {name} ({}) waits: {healthy} other replica(s) healthy, {needed} needed to keep acknowledging the primary's commits",
                 why.describe()
@@ -590,7 +584,7 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
     let passes = primary.map_or(u32::MAX, |m| m.unreachable_passes);
     if !gone && passes < FAILOVER_AFTER_PASSES {
         return wait(
-            "PrimaryUnreachable",
+            MySql::PrimaryUnreachable,
             format!(
                 "primary {primary_ordinal} did not answer {passes} time(s); failing over after {FAILOVER_AFTER_PASSES}"
             ),
@@ -615,7 +609,10 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
         .collect();
     let replicas = holders.len() as u32;
     if replicas == 0 {
-        return wait("PrimaryDown", format!("the only server ({primary_ordinal}) is down; waiting for it to restart"));
+        return wait(
+            MySql::PrimaryDown,
+            format!("the only server ({primary_ordinal}) is down; waiting for it to restart"),
+        );
     }
     // While servers are being removed the primary may still have waited for the
     // acknowledgements of another size: count on one only (every replica must answer).
@@ -623,7 +620,7 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
     let needed = if o.semi_sync { replicas.saturating_sub(acks) + 1 } else { replicas };
     if (candidates.len() as u32) < needed {
         return wait(
-            "NotEnoughReplicasForSafeFailover",
+            MySql::NotEnoughReplicasForSafeFailover,
             format!(
                 "primary {primary_ordinal} is down and {} of {replicas} replicas answer; {needed} are needed to be sure one has every acknowledged write",
                 candidates.len()
@@ -643,7 +640,7 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
     let doubtful: Vec<u32> = candidates.iter().map(|(m, _)| m.ordinal).filter(|o| !intact(*o)).collect();
     if !doubtful.is_empty() && (candidates.len() - doubtful.len()) < needed as usize {
         return wait(
-            REPLICA_RESTARTED,
+            MySql::ReplicaRestartedBeforeFailover,
             format!(
                 "primary {primary_ordinal} is down and replica(s) {doubtful:?} restarted without catching up since: a write only \
                  they acknowledged may have been in the relay log their restart discarded, so no replica is known to have \
@@ -668,6 +665,6 @@ fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) ->
                 .unwrap_or_default();
             Operation::Promote { ordinal, from: primary_ordinal, received }
         }
-        Err(msg) => wait("ConflictingReplicaHistories", msg),
+        Err(msg) => wait(MySql::ConflictingReplicaHistories, msg),
     }
 }

@@ -19,13 +19,14 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 
-use super::decide::{Decision, FAILOVER_AFTER_PASSES, FORMER_PRIMARY_ROUTED, Operation, REPLICA_RESTARTED, decide};
+use super::decide::{Decision, FAILOVER_AFTER_PASSES, Operation, decide};
 use super::fixtures::addr;
 use super::gtid::GtidSet;
 use super::gtid_props::any_gtid_set;
 use super::heal::Healing;
 use super::observed::{Member, Observed, PodState, Replication, Server, ServerState};
 use crate::api::Flavor;
+use crate::reason::MySql;
 
 const U1: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
 const U2: &str = "4f22ab58-82db-22f2-af44-d91bb0530673";
@@ -419,8 +420,8 @@ fn no_two_writable(o: &Observed, d: &Decision) -> Result<(), TestCaseError> {
     if !rogues.is_empty() && !o.paused && o.replicas > 0 {
         // A rogue that clients may still reach and that no replica acknowledges may wait
         // (relabelled first) for the Service to leave it; nothing else happens meanwhile.
-        let held =
-            matches!(d.operation, Operation::Wait { reason: FORMER_PRIMARY_ROUTED, .. } | Operation::Relabel { .. });
+        let held = matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::FormerPrimaryStillRouted)
+            || matches!(d.operation, Operation::Relabel { .. });
         let may_hold = rogues.iter().any(|r| o.routed.contains(r) && !acknowledged(o, *r));
         prop_assert!(
             matches!(d.operation, Operation::Demote { ordinal } if rogues.contains(&ordinal)) || (held && may_hold),
@@ -588,12 +589,13 @@ fn the_model_reaches_every_failover_outcome() {
         let kind = match decide(&s.observe()).operation {
             Operation::Promote { .. } => "Promote",
             Operation::Fence { .. } => "Fence",
-            Operation::Wait { reason, .. } => reason,
+            Operation::Wait { reason, .. } => reason.as_str(),
             _ => "other",
         };
         *seen.entry(kind).or_default() += 1;
     }
-    for kind in ["Promote", "Fence", REPLICA_RESTARTED, "NotEnoughReplicasForSafeFailover", "PrimaryDown"] {
+    let waits = [MySql::ReplicaRestartedBeforeFailover, MySql::NotEnoughReplicasForSafeFailover, MySql::PrimaryDown];
+    for kind in ["Promote", "Fence"].into_iter().chain(waits.map(Into::into)) {
         assert!(seen.get(kind).is_some_and(|n| *n >= 5), "{kind} reached too rarely: {seen:?}");
     }
 }

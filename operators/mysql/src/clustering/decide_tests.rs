@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::decide::{
-    Decision, FAILOVER_AFTER_PASSES, FORMER_PRIMARY_ROUTED, Health, Operation, REPLICA_RESTARTED,
-    RESEED_WAITS_FOR_MEMBER, RESEED_WAITS_FOR_REPLICAS, ReseedReason, Role, decide,
-};
+use statecraft_shared::reason::Reason;
+
+use super::decide::{Decision, FAILOVER_AFTER_PASSES, Health, Operation, ReseedReason, Role, decide};
 use super::fixtures::{addr, cluster, g, primary, replica, server};
 use super::observed::{Member, Observed, PodState, ServerState};
+use crate::reason::MySql;
 
 fn down(mut m: Member, passes: u32) -> Member {
     m.server = ServerState::Unreachable("connection refused".into());
@@ -39,7 +39,7 @@ fn new_cluster_waits_for_every_server_then_picks_ordinal_zero() {
     o.recorded_primary = None;
     let d = decide(&o);
     assert_eq!(d.health, Health::Initializing);
-    assert!(matches!(d.operation, Operation::Wait { reason: "WaitingForServers", .. }), "{d:?}");
+    assert!(matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::WaitingForServers), "{d:?}");
     o.members[2] = replica(2, 0, "");
     assert_eq!(op(&o), Operation::Bootstrap { primary: 0 });
 }
@@ -51,7 +51,7 @@ fn adopting_servers_with_data_picks_the_one_with_every_transaction() {
     assert_eq!(op(&o), Operation::Bootstrap { primary: 1 });
     // Conflicting histories: refuse to choose.
     server(&mut o.members[2]).executed = g("0-102-9");
-    assert!(matches!(op(&o), Operation::Wait { reason: "ConflictingHistories", .. }));
+    assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::ConflictingHistories));
 }
 
 #[test]
@@ -65,7 +65,7 @@ fn a_read_only_primary_is_made_writable_only_when_it_has_everything() {
     }
     // A replica ahead of a read-only primary: the primary may have lost data, so wait.
     let d = decide(&o);
-    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryBehindReplica", .. }), "{d:?}");
+    assert!(matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::PrimaryBehindReplica), "{d:?}");
 }
 
 #[test]
@@ -92,7 +92,11 @@ fn a_new_primary_takes_writes_only_once_the_service_no_longer_leads_to_the_forme
     o.members[1].role_label = Some("primary".into());
     server(&mut o.members[1]).read_only = true;
     o.routed = [0, 1].into();
-    assert!(matches!(op(&o), Operation::Wait { reason: FORMER_PRIMARY_ROUTED, .. }), "{:?}", op(&o));
+    assert!(
+        matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::FormerPrimaryStillRouted),
+        "{:?}",
+        op(&o)
+    );
     // Leading to the new primary alone is no reason to wait.
     o.routed = [1].into();
     assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
@@ -117,7 +121,11 @@ fn a_woken_former_primary_is_demoted_once_clients_can_no_longer_reach_it() {
     o.members[0].role_label = None;
     o.members[1].role_label = Some("primary".into());
     o.members[2].role_label = None;
-    assert!(matches!(op(&o), Operation::Wait { reason: FORMER_PRIMARY_ROUTED, .. }), "{:?}", op(&o));
+    assert!(
+        matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::FormerPrimaryStillRouted),
+        "{:?}",
+        op(&o)
+    );
     // No longer routed: demoted, before the new primary takes writes.
     o.routed = [].into();
     assert_eq!(op(&o), Operation::Demote { ordinal: 0 });
@@ -140,12 +148,12 @@ fn the_deposed_primary_unacknowledged_tail_does_not_hold_the_new_one_back() {
     server(&mut o.members[0]).read_only = true;
     server(&mut o.members[1]).read_only = true;
     let d = decide(&o);
-    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryBehindReplica", .. }), "{d:?}");
+    assert!(matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::PrimaryBehindReplica), "{d:?}");
     o.deposed = Some(0);
     assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
     // Any other member ahead still holds it back.
     server(&mut o.members[2]).executed = g("0-100-12");
-    assert!(matches!(op(&o), Operation::Wait { reason: "PrimaryBehindReplica", .. }));
+    assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::PrimaryBehindReplica));
 }
 
 #[test]
@@ -295,7 +303,7 @@ fn a_transient_blip_of_the_primary_does_not_fail_over() {
     let mut o = healthy3();
     o.members[0] = down(primary(0, "0-100-10"), FAILOVER_AFTER_PASSES - 1);
     let d = decide(&o);
-    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryUnreachable", .. }), "{d:?}");
+    assert!(matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::PrimaryUnreachable), "{d:?}");
     assert_eq!(d.health, Health::Degraded);
 }
 
@@ -343,7 +351,10 @@ fn no_failover_without_enough_replicas_to_hold_every_acknowledged_write() {
     o.members[2] = down(replica(2, 0, "0-100-10"), 9);
     let d = decide(&o);
     assert_eq!(d.health, Health::Lost);
-    assert!(matches!(d.operation, Operation::Wait { reason: "NotEnoughReplicasForSafeFailover", .. }), "{d:?}");
+    assert!(
+        matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::NotEnoughReplicasForSafeFailover),
+        "{d:?}"
+    );
     // Five servers waiting for two acknowledgements: three of four replicas suffice.
     let mut five = cluster(vec![
         down(primary(0, "0-100-10"), 9),
@@ -355,7 +366,7 @@ fn no_failover_without_enough_replicas_to_hold_every_acknowledged_write() {
     five.ack_count = 2;
     assert_eq!(op(&five), Operation::Fence { ordinals: vec![1, 2, 3] });
     five.ack_count = 1; // MariaDB waits for one: every replica is needed.
-    assert!(matches!(op(&five), Operation::Wait { reason: "NotEnoughReplicasForSafeFailover", .. }));
+    assert!(matches!(op(&five), Operation::Wait { reason, .. } if reason == MySql::NotEnoughReplicasForSafeFailover));
 }
 
 /// The double failure of the reliability review (H3): the primary dies and a replica that
@@ -367,7 +378,10 @@ fn no_failover_past_a_replica_that_restarted_without_catching_up() {
     // Replica 1 restarted while the primary was down: what it lost is unknown.
     o.restarted.insert(1, None);
     let d = decide(&o);
-    assert!(matches!(d.operation, Operation::Wait { reason: REPLICA_RESTARTED, .. }), "{d:?}");
+    assert!(
+        matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::ReplicaRestartedBeforeFailover),
+        "{d:?}"
+    );
 
     // It restarted earlier, when the primary had executed up to 12; replica 2 has 12, so
     // everything replica 1 could have acknowledged before its restart is on replica 2.
@@ -387,7 +401,7 @@ fn no_failover_past_a_replica_that_restarted_without_catching_up() {
     if let Some(r) = &mut s.replication {
         r.retrieved = g("0-100-11");
     }
-    assert!(matches!(op(&o), Operation::Wait { reason: REPLICA_RESTARTED, .. }));
+    assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::ReplicaRestartedBeforeFailover));
 
     // MySQL waiting for two acknowledgements of four replicas: one doubtful replica still
     // leaves three intact, enough to hold every acknowledged write.
@@ -402,7 +416,7 @@ fn no_failover_past_a_replica_that_restarted_without_catching_up() {
     five.restarted.insert(4, None);
     assert_eq!(op(&five), Operation::Fence { ordinals: vec![1, 2, 3, 4] });
     five.restarted.insert(3, None);
-    assert!(matches!(op(&five), Operation::Wait { reason: REPLICA_RESTARTED, .. }));
+    assert!(matches!(op(&five), Operation::Wait { reason, .. } if reason == MySql::ReplicaRestartedBeforeFailover));
 }
 
 #[test]
@@ -417,7 +431,7 @@ fn conflicting_replica_histories_abort_the_failover() {
             r.retrieved = g(pos);
         }
     }
-    assert!(matches!(op(&o), Operation::Wait { reason: "ConflictingReplicaHistories", .. }));
+    assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::ConflictingReplicaHistories));
 }
 
 #[test]
@@ -433,7 +447,7 @@ fn hung_semi_sync_commit_on_an_unreachable_primary_still_fails_over() {
 fn a_single_server_cluster_waits_for_its_server() {
     let o = cluster(vec![down(primary(0, "0-100-1"), 50)]);
     let d = decide(&o);
-    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryDown", .. }));
+    assert!(matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::PrimaryDown));
     assert_eq!(d.health, Health::Lost);
 }
 
@@ -445,7 +459,7 @@ fn an_empty_primary_after_data_loss_is_not_made_writable() {
     o.members[0] = primary(0, "");
     server(&mut o.members[0]).read_only = true;
     let d = decide(&o);
-    assert!(matches!(d.operation, Operation::Wait { reason: "PrimaryBehindReplica", .. }), "{d:?}");
+    assert!(matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::PrimaryBehindReplica), "{d:?}");
 }
 
 #[test]
@@ -456,7 +470,7 @@ fn switchover_on_request_and_when_the_primary_pod_terminates() {
     if let Some(r) = &mut server(&mut o.members[1]).replication {
         r.lag_seconds = Some(100);
     }
-    assert!(matches!(op(&o), Operation::Wait { reason: "SwitchoverTargetNotReady", .. }));
+    assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::SwitchoverTargetNotReady));
     let mut o = healthy3();
     o.members[0].pod = PodState::Terminating;
     assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1 });
@@ -508,7 +522,7 @@ fn allow_errant(o: &mut Observed) {
     o.heal.reseed_errant = true;
 }
 
-fn wait_reason(o: &Observed) -> &'static str {
+fn wait_reason(o: &Observed) -> Reason {
     match op(o) {
         Operation::Wait { reason, .. } => reason,
         other => panic!("expected a wait, got {other:?}"),
@@ -569,7 +583,7 @@ fn no_reseed_when_too_few_other_replicas_would_acknowledge_writes() {
     allow_errant(&mut o);
     errant(&mut o, 1);
     errant(&mut o, 2);
-    assert_eq!(wait_reason(&o), RESEED_WAITS_FOR_REPLICAS);
+    assert_eq!(wait_reason(&o), MySql::ReseedWaitsForHealthyReplicas);
     // MySQL with five servers waits for two acknowledgements: two other healthy replicas
     // are needed besides the errant one.
     let mut five = cluster(vec![
@@ -594,7 +608,7 @@ fn no_reseed_when_too_few_other_replicas_would_acknowledge_writes() {
             r.io_connecting = true;
         }
     }
-    assert_eq!(wait_reason(&five), RESEED_WAITS_FOR_REPLICAS);
+    assert_eq!(wait_reason(&five), MySql::ReseedWaitsForHealthyReplicas);
 }
 
 #[test]
@@ -615,12 +629,12 @@ fn one_member_at_a_time() {
     );
     // Member 1 is being rebuilt: its pod terminates with the old server still answering...
     five.members[1].pod = PodState::Terminating;
-    assert_eq!(wait_reason(&five), RESEED_WAITS_FOR_MEMBER);
+    assert_eq!(wait_reason(&five), MySql::ReseedWaitsForMember);
     // ...then it is gone, then an empty server not yet configured.
     five.members[1] = down(replica(1, 0, ""), 3);
     five.members[1].pod = PodState::Missing;
     five.members[1].role_label = None;
-    assert_eq!(wait_reason(&five), RESEED_WAITS_FOR_MEMBER);
+    assert_eq!(wait_reason(&five), MySql::ReseedWaitsForMember);
     five.members[1] = replica(1, 0, "");
     server(&mut five.members[1]).replication = None;
     five.members[1].role_label = None;
@@ -642,5 +656,5 @@ fn a_down_replica_blocks_reseeding_another() {
     o.members[3].role_label = None;
     allow_errant(&mut o);
     errant(&mut o, 4);
-    assert_eq!(wait_reason(&o), RESEED_WAITS_FOR_MEMBER);
+    assert_eq!(wait_reason(&o), MySql::ReseedWaitsForMember);
 }

@@ -10,13 +10,10 @@ use super::Context;
 use crate::api::{MySQLCluster, MySQLClusterStatus};
 use crate::build::Names;
 use crate::clustering::acks::Acknowledgements;
+use crate::reason::MySql;
 
 /// The condition's type.
 pub const CONDITION: &str = "SemiSync";
-/// Reason (and Warning Event) of a primary that fell back to asynchronous replication.
-pub const FELL_BACK: &str = "FellBackToAsync";
-/// Reason of a primary waiting for acknowledgements; the Normal Event when that returns.
-pub const WAITING: &str = "Acknowledging";
 
 /// Publishes `now`; `last` is what the previous pass published (Events only on a change).
 pub async fn report(
@@ -37,10 +34,10 @@ pub async fn report(
         Acknowledgements::Starting => {}
         Acknowledgements::Waiting { primary } => {
             let message = format!("primary {} acknowledges a commit only once a replica has it", names.pod(primary));
-            set_custom_condition(&mut status.conditions, CONDITION, true, WAITING, &message, generation);
+            set_custom_condition(&mut status.conditions, CONDITION, true, MySql::Acknowledging, &message, generation);
             if matches!(last, Some(Acknowledgements::FellBack { .. })) {
                 info!(cluster = %name, "semi-sync acknowledgements are back");
-                ctx.rt.events.normal(cluster, WAITING, "Replication", message).await;
+                ctx.rt.events.normal(cluster, MySql::Acknowledging, "Replication", message).await;
             }
         }
         Acknowledgements::FellBack { primary } => {
@@ -50,10 +47,17 @@ pub async fn report(
                  until a replica catches up",
                 names.pod(primary)
             );
-            set_custom_condition(&mut status.conditions, CONDITION, false, FELL_BACK, &message, generation);
+            set_custom_condition(
+                &mut status.conditions,
+                CONDITION,
+                false,
+                MySql::FellBackToAsync,
+                &message,
+                generation,
+            );
             if !matches!(last, Some(Acknowledgements::FellBack { .. })) {
                 warn!(cluster = %name, "{message}");
-                ctx.rt.events.warning(cluster, FELL_BACK, "Replication", message).await;
+                ctx.rt.events.warning(cluster, MySql::FellBackToAsync, "Replication", message).await;
             }
         }
     }

@@ -28,6 +28,7 @@ use crate::build::secret::{BACKUP_KEY, REPLICATION_KEY};
 use crate::build::{MYSQL_PORT, Names, ordinal_of};
 use crate::flavor::BACKUP_USER;
 use crate::jobs::BackupReport;
+use crate::reason::MySql;
 use crate::validate::{validate, validate_backup};
 
 /// Extension of backup objects.
@@ -128,11 +129,11 @@ impl BackupResource for MySQLBackup {
             });
         let Some(source) = source else {
             let message = "waiting for a healthy replica to take the backup from".to_string();
-            return Ok(Start::Wait { reason: "NoHealthySource", message });
+            return Ok(Start::Wait { reason: MySql::NoHealthySource.into(), message });
         };
         let Some(ordinal) = ordinal_of(&names.cluster, &source.name) else {
             let message = format!("member {} is not a pod of the cluster", source.name);
-            return Ok(Start::Wait { reason: "NoHealthySource", message });
+            return Ok(Start::Wait { reason: MySql::NoHealthySource.into(), message });
         };
         let host = names.pod_host(ordinal);
         // Binary logs for point-in-time recovery: the primary's, from the previous backup on.
@@ -204,7 +205,7 @@ impl BackupResource for MySQLBackup {
             let warning = format!(
                 "binary logs not archived, so no point-in-time restore can reach past this backup from the previous one: {e}"
             );
-            ("BinlogsNotArchived", warning)
+            (MySql::BinlogsNotArchived.into(), warning)
         });
         Stored { message, warning }
     }

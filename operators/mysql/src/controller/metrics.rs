@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 use statecraft_shared::metrics::{BackupMetrics, ClusterFamily, PhaseGauge};
+use statecraft_shared::reason::Catalogue;
 
 use crate::clustering::acks::Acknowledgements;
 use crate::clustering::decide::{Decision, Health, Operation, Role};
@@ -175,7 +176,7 @@ impl ServerMetrics {
     pub fn abnormalities(&self, cluster: &str, member: &str, found: &[Abnormality]) {
         for kind in Kind::ALL {
             let active = found.iter().any(|a| a.kind == kind);
-            self.abnormality.with(&[cluster, member, kind.reason()]).set(i64::from(active));
+            self.abnormality.with(&[cluster, member, kind.reason().as_str()]).set(i64::from(active));
         }
     }
 

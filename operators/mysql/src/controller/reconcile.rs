@@ -11,6 +11,7 @@ use kube::api::ApiResource;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::{Applier, OrphanPolicy};
+use statecraft_shared::reason::Common;
 use statecraft_shared::status::{ConditionType, patch_status, set_condition};
 use statecraft_shared::{Error, Result};
 use tracing::info;
@@ -106,7 +107,7 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         ApiResource::erase::<StatefulSet>(&()),
     ];
     for gone in applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await? {
-        rt.events.normal(&*cluster, "Deleted", "Cleanup", format!("deleted {gone}: no longer desired")).await;
+        rt.events.normal(&*cluster, Common::Deleted, "Cleanup", format!("deleted {gone}: no longer desired")).await;
     }
 
     if let Some(uid) = cluster.metadata.uid.as_deref() {

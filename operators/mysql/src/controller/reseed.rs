@@ -16,11 +16,6 @@ use crate::build::Names;
 use crate::clustering::decide::{Decision, ReseedReason};
 use crate::clustering::heal::Healing;
 
-/// Condition reason while a re-seeded replica rebuilds.
-pub const RESEEDING: &str = "Reseeding";
-/// Event reason when a re-seeded replica serves again.
-pub const RESEEDED: &str = "Reseeded";
-
 /// The user's opt-ins of `spec`, with the broken streaks the task measured.
 pub fn healing(spec: &MySQLClusterSpec, broken_for: BTreeMap<u32, Duration>) -> Healing {
     Healing {

@@ -16,6 +16,7 @@ use statecraft_shared::backup::BackupLocation;
 use statecraft_shared::backup::controller::{JobOutcome, POLL, observe_job};
 use statecraft_shared::backup::restore::{self, Progress, RestoreResource, Source, Wait};
 use statecraft_shared::deploy::operator_image;
+use statecraft_shared::reason::Common;
 use statecraft_shared::runner::Operator;
 use statecraft_shared::s3::S3Location;
 use statecraft_shared::status::{ConditionType, is_true};
@@ -29,6 +30,7 @@ use crate::build::jobs::{BinlogWork, JobParams, job};
 use crate::build::secret::ROOT_KEY;
 use crate::build::{MYSQL_PORT, Names};
 use crate::flavor::ROOT_USER;
+use crate::reason::MySql;
 use crate::validate::validate_restore;
 
 /// Annotation on a cluster created by a restore, naming the restore.
@@ -92,7 +94,7 @@ impl RestoreResource for MySQLRestore {
             (Some(at), Some(base)) => match point_in_time(base, ctx, at, &source.location.store).await? {
                 Ok(r) => Some(r),
                 Err(message) => {
-                    return Ok(Err(Wait { reason: "WaitingForBinlogs", message, after: BINLOG_POLL }));
+                    return Ok(Err(Wait { reason: MySql::WaitingForBinlogs.into(), message, after: BINLOG_POLL }));
                 }
             },
         };
@@ -129,14 +131,14 @@ impl RestoreResource for MySQLRestore {
                 },
                 JobOutcome::Running => {
                     let message = format!("loading {key} into {target}");
-                    Progress::Restoring(Wait { reason: "Loading", message, after: POLL })
+                    Progress::Restoring(Wait { reason: MySql::Loading.into(), message, after: POLL })
                 }
             });
         }
 
         if !cluster.status.as_ref().is_some_and(|s| is_true(&s.conditions, ConditionType::Ready)) {
             let message = format!("waiting for MySQLCluster {target} to be Ready");
-            return Ok(Progress::Restoring(Wait { reason: "WaitingForTarget", message, after: POLL }));
+            return Ok(Progress::Restoring(Wait { reason: MySql::WaitingForTarget.into(), message, after: POLL }));
         }
         let valid = validate_restore(&self.spec)?;
         let names = Names::new(target.clone(), &rt.namespace);
@@ -175,8 +177,8 @@ impl RestoreResource for MySQLRestore {
             _ => String::new(),
         };
         let message = format!("loading {key} into {target} through {}{rolled}", names.read_write_service());
-        rt.events.normal(self, "RestoreStarted", "Restore", message.clone()).await;
-        Ok(Progress::Restoring(Wait { reason: "JobStarted", message, after: POLL }))
+        rt.events.normal(self, MySql::RestoreStarted, "Restore", message.clone()).await;
+        Ok(Progress::Restoring(Wait { reason: Common::JobStarted.into(), message, after: POLL }))
     }
 }
 

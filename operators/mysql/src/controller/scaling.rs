@@ -10,6 +10,7 @@ use std::time::Instant;
 use chrono::{SecondsFormat, Utc};
 use kube::ResourceExt;
 use statecraft_shared::autoscale::{Pressure, Sustained};
+use statecraft_shared::reason::{Catalogue, Common};
 use statecraft_shared::status::{remove_condition, set_custom_condition};
 use tracing::info;
 
@@ -18,6 +19,7 @@ use crate::api::{AutoScalingStatus, MySQLCluster, MySQLClusterStatus};
 use crate::autoscale::{self, Blocker, CONDITION, Policy, Reading, Verdict};
 use crate::clustering::decide::{Decision, Health};
 use crate::clustering::observed::Observed;
+use crate::reason::MySql;
 
 /// What a cluster's task keeps for auto-scaling between passes. Lost when the operator
 /// restarts, which only delays a resize: the metric makes its case again.
@@ -25,7 +27,7 @@ use crate::clustering::observed::Observed;
 pub struct Scaler {
     sustained: Sustained,
     /// The reason of the hold last published as an Event, so a long hold is one Event.
-    last_held: Option<&'static str>,
+    last_held: Option<MySql>,
 }
 
 impl Scaler {
@@ -62,12 +64,13 @@ impl Scaler {
             blocked = match backup::running_job(ctx, &name).await {
                 Ok(None) => None,
                 Ok(Some(job)) => Some(Blocker {
-                    reason: "BackupRunning",
+                    reason: Common::BackupRunning.into(),
                     message: format!("backup Job {job} reads the replica a scale-in removes"),
                 }),
-                Err(e) => {
-                    Some(Blocker { reason: "BackupUnknown", message: format!("cannot tell if a backup runs: {e}") })
-                }
+                Err(e) => Some(Blocker {
+                    reason: MySql::BackupUnknown.into(),
+                    message: format!("cannot tell if a backup runs: {e}"),
+                }),
             };
         }
         let verdict = autoscale::judge(&policy, current, &reading, blocked);
@@ -78,7 +81,7 @@ impl Scaler {
         let scaled = match &verdict {
             Verdict::Scale { to, reason, message } => {
                 info!(cluster = %name, from = current, to, "{message}");
-                ctx.rt.events.normal(cluster, reason, "AutoScaling", message.clone()).await;
+                ctx.rt.events.normal(cluster, *reason, "AutoScaling", message.clone()).await;
                 *state = AutoScalingStatus {
                     replicas: *to as i32,
                     last_scale_time: Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)),
@@ -94,7 +97,7 @@ impl Scaler {
                 // (the condition says it, an Event each creation would be noise).
                 let notable = pressure != Pressure::None || decision.health == Health::Healthy;
                 if notable && self.last_held != Some(*reason) {
-                    ctx.rt.events.warning(cluster, reason, "AutoScaling", message.clone()).await;
+                    ctx.rt.events.warning(cluster, *reason, "AutoScaling", message.clone()).await;
                     self.last_held = Some(*reason);
                 }
                 false
@@ -127,7 +130,7 @@ fn set_condition(
     };
     let same_reason = conditions.iter().any(|c| {
         c.type_ == CONDITION
-            && c.reason == reason
+            && c.reason == reason.as_str()
             && c.status == if status { "True" } else { "False" }
             && c.observed_generation == generation
     });

@@ -9,6 +9,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use statecraft_shared::Result;
+use statecraft_shared::reason::Common;
 use statecraft_shared::upgrade::{Gate, Member, Role as UpgradeRole, UpgradeGates};
 
 use crate::build::ordinal_of;
@@ -16,6 +17,7 @@ use crate::clustering::dataplane::DataPlane;
 use crate::clustering::decide::{Decision, Health, Operation, Role, SWITCHOVER_MAX_LAG_SECONDS};
 use crate::clustering::observed::Observed;
 use crate::clustering::pass::{Effect, Target, perform};
+use crate::reason::MySql;
 
 /// The pod label with the StatefulSet revision a pod was created from.
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -85,7 +87,7 @@ impl UpgradeGates for Gates<'_> {
     async fn may_restart(&self, member: &Member) -> Result<Gate> {
         if let Some(job) = &self.backup_running {
             return Ok(Gate::closed(
-                "BackupRunning",
+                Common::BackupRunning,
                 format!("not restarting {} while backup Job {job} runs", member.name),
             ));
         }
@@ -99,12 +101,12 @@ impl UpgradeGates for Gates<'_> {
             .collect();
         if !others_unhealthy.is_empty() {
             return Ok(Gate::closed(
-                "OtherMembersNotHealthy",
+                Common::OtherMembersNotHealthy,
                 format!("not restarting {} while {} do not serve", member.name, others_unhealthy.join(", ")),
             ));
         }
         if self.decision.health == Health::Failed || self.decision.health == Health::Lost {
-            return Ok(Gate::closed("ClusterFailed", "no restarts while the primary is down"));
+            return Ok(Gate::closed(MySql::ClusterFailed, "no restarts while the primary is down"));
         }
         Ok(Gate::Open)
     }
@@ -129,7 +131,7 @@ impl UpgradeGates for Gates<'_> {
                 })
         });
         let Some(to) = to else {
-            return Ok(Gate::closed("NoSwitchoverTarget", "no healthy, caught-up replica to move the primary to"));
+            return Ok(Gate::closed(MySql::NoSwitchoverTarget, "no healthy, caught-up replica to move the primary to"));
         };
         let op = Operation::Switchover { from, to: to.ordinal };
         match perform(self.dp, &op, self.observed, self.targets, self.observed.ack_count).await {
@@ -146,7 +148,7 @@ impl UpgradeGates for Gates<'_> {
     async fn caught_up(&self, member: &Member) -> Result<Gate> {
         match self.ordinal(member) {
             Some(o) if self.healthy(o) => Ok(Gate::Open),
-            _ => Ok(Gate::closed("MemberNotCaughtUp", format!("{} does not serve in its role yet", member.name))),
+            _ => Ok(Gate::closed(Common::MemberNotCaughtUp, format!("{} does not serve in its role yet", member.name))),
         }
     }
 }
@@ -195,15 +197,18 @@ mod tests {
         assert_eq!(gates.caught_up(&member("db-2")).await.unwrap(), Gate::Open);
         gates.backup_running = Some("nightly-backup".into());
         let closed = gates.may_restart(&member("db-2")).await.unwrap();
-        assert!(matches!(closed, Gate::Closed { ref reason, .. } if reason == "BackupRunning"), "{closed:?}");
+        assert!(matches!(closed, Gate::Closed { ref reason, .. } if *reason == Common::BackupRunning), "{closed:?}");
 
         let d = decision([true, false, true]);
         let gates = Gates { decision: &d, backup_running: None, ..gates };
         // The broken member itself may restart; nobody else while it is broken.
         assert_eq!(gates.may_restart(&member("db-1")).await.unwrap(), Gate::Open);
         let closed = gates.may_restart(&member("db-2")).await.unwrap();
-        assert!(matches!(closed, Gate::Closed { ref reason, .. } if reason == "OtherMembersNotHealthy"), "{closed:?}");
+        assert!(
+            matches!(closed, Gate::Closed { ref reason, .. } if *reason == Common::OtherMembersNotHealthy),
+            "{closed:?}"
+        );
         let waiting = gates.caught_up(&member("db-1")).await.unwrap();
-        assert!(matches!(waiting, Gate::Closed { ref reason, .. } if reason == "MemberNotCaughtUp"));
+        assert!(matches!(waiting, Gate::Closed { ref reason, .. } if *reason == Common::MemberNotCaughtUp));
     }
 }

@@ -21,8 +21,10 @@ use std::time::{Duration, Instant};
 use statecraft_shared::insight::{
     BaselineProfile, Finding, Raised, Series, Spike, SpikeRule, Window, counter_increase,
 };
+use statecraft_shared::reason::Catalogue;
 
 use crate::clustering::observed::Member;
+use crate::reason::MySql;
 
 /// The kinds of abnormality, each a CamelCase reason for the condition, Events and metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,17 +40,17 @@ impl Kind {
     pub const ALL: [Kind; 2] = [Kind::ReplicationLagSpike, Kind::ConnectionErrorSpike];
 
     /// The reason: condition and Event reason, metric label value.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> MySql {
         match self {
-            Kind::ReplicationLagSpike => "ReplicationLagSpike",
-            Kind::ConnectionErrorSpike => "ConnectionErrorSpike",
+            Kind::ReplicationLagSpike => MySql::ReplicationLagSpike,
+            Kind::ConnectionErrorSpike => MySql::ConnectionErrorSpike,
         }
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.reason())
+        f.write_str(self.reason().as_str())
     }
 }
 

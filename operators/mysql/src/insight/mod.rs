@@ -24,6 +24,7 @@ use crate::api::{MySQLCluster, MySQLClusterStatus};
 use crate::build::Names;
 use crate::clustering::observed::Observed;
 use crate::controller::Context;
+use crate::reason::MySql;
 
 /// The type of the cluster's condition that is `True` while some member is abnormal.
 pub const CONDITION: &str = "Abnormal";
@@ -69,7 +70,7 @@ impl Monitor {
         for (member, kind) in cleared.iter().filter(|(member, _)| members.contains(member)) {
             info!(cluster = %name, %member, %kind, "abnormality cleared");
             let note = format!("member {member}: {kind} cleared, back within its recent behaviour");
-            ctx.rt.events.normal(cluster, "AbnormalityCleared", "Insight", note).await;
+            ctx.rt.events.normal(cluster, MySql::AbnormalityCleared, "Insight", note).await;
         }
         set_condition(&mut status.conditions, &self.raised, cluster.metadata.generation);
     }
@@ -94,7 +95,7 @@ fn update(raised: &mut BTreeMap<(String, Kind), String>, found: &[Abnormality]) 
 fn set_condition(conditions: &mut Vec<Condition>, raised: &BTreeMap<(String, Kind), String>, generation: Option<i64>) {
     let (status, reason, message) = match raised.keys().map(|(_, kind)| *kind).min() {
         Some(kind) => (true, kind.reason(), raised.values().cloned().collect::<Vec<_>>().join("; ")),
-        None => (false, "Normal", "every member behaves as in its recent past".to_string()),
+        None => (false, MySql::Normal, "every member behaves as in its recent past".to_string()),
     };
     set_custom_condition(conditions, CONDITION, status, reason, &message, generation);
 }
@@ -102,6 +103,7 @@ fn set_condition(conditions: &mut Vec<Condition>, raised: &BTreeMap<(String, Kin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use statecraft_shared::reason::Catalogue;
 
     fn finding(member: &str, kind: Kind, message: &str, new: bool) -> Abnormality {
         Abnormality { member: member.into(), kind, message: message.into(), new }
@@ -113,7 +115,7 @@ mod tests {
         let mut conditions = Vec::new();
         set_condition(&mut conditions, &raised, Some(1));
         assert_eq!((conditions[0].type_.as_str(), conditions[0].status.as_str()), ("Abnormal", "False"));
-        assert_eq!(conditions[0].reason, "Normal");
+        assert_eq!(conditions[0].reason, MySql::Normal.as_str());
         let since = conditions[0].last_transition_time.clone();
 
         let lag = finding("db-1", Kind::ReplicationLagSpike, "member db-1: replication lag 29 s", true);

@@ -10,6 +10,7 @@ use kube::{Api, ResourceExt};
 use statecraft_shared::apply::Applier;
 use statecraft_shared::backup::job::is_running;
 use statecraft_shared::cluster_loop::{Acted, Next};
+use statecraft_shared::reason::Common;
 use statecraft_shared::rebuild::{delete_if_present, rebuild_member};
 use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
@@ -29,6 +30,7 @@ use crate::build::statefulset::{self, RestoreParts};
 use crate::membership::Observed;
 use crate::membership::dataplane::{self, DataPlaneError};
 use crate::membership::plan::{self, Step};
+use crate::reason::Etcd;
 use crate::validate::ValidSpec;
 
 /// Carries out the pass's step (see the module doc). Returns whether to pass again at once
@@ -131,7 +133,7 @@ async fn carry_out(
             return Ok(false);
         }
         Step::Wait { reason, message } => {
-            memory.waits.publish(&rt.events, cluster, reason, message, true).await;
+            memory.waits.publish(&rt.events, cluster, *reason, message, true).await;
             return Ok(false);
         }
         _ => memory.waits.clear(),
@@ -194,7 +196,7 @@ async fn carry_out(
 /// Why a step did not complete.
 enum Outcome {
     /// etcd asked to wait (reason, message).
-    Wait(&'static str, String),
+    Wait(Etcd, String),
     /// It failed.
     Failed(Error),
 }
@@ -233,11 +235,16 @@ async fn roll_step(
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
         delete_if_present(&pods, member).await?;
         let note = format!("restarting {member} on the new revision");
-        rt.events.normal_about_pod(cluster, member, "RestartMember", "Upgrade", note).await;
+        rt.events.normal_about_pod(cluster, member, Common::RestartMember, "Upgrade", note).await;
     }
     if let Action::Replan { member } = &step.action {
         rt.events
-            .normal(cluster, "MoveLeader", "Upgrade", format!("leadership moved away from {member} before its restart"))
+            .normal(
+                cluster,
+                Etcd::MoveLeader,
+                "Upgrade",
+                format!("leadership moved away from {member} before its restart"),
+            )
             .await;
     }
     let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. });

@@ -24,6 +24,7 @@ use super::Context;
 use crate::api::{EtcdCluster, EtcdClusterStatus};
 use crate::insight::Detector;
 use crate::membership::plan::{self, DefragPolicy, Desired, Memory as PlanMemory, Step};
+use crate::reason::Etcd;
 use crate::validate::ValidSpec;
 
 use observe::Observation;
@@ -35,7 +36,7 @@ pub const PASS_INTERVAL: Duration = Duration::from_secs(2);
 /// when Kubernetes cannot run them (unschedulable, crash-looping, image not pulled): the
 /// wait then carries the pod's reason (and so do its Event and the conditions). Not
 /// `QuorumLost`: that reason (and phase) says the operator changes nothing, which stands.
-const EXPLAINED_BY_PODS: &[&str] = &["MemberStarting", "MemberUnhealthy", "WaitingForHealthyMembers"];
+const EXPLAINED_BY_PODS: [Etcd; 3] = [Etcd::MemberStarting, Etcd::MemberUnhealthy, Etcd::WaitingForHealthyMembers];
 
 /// The membership task of one cluster and what it remembers between passes.
 pub struct Membership {
@@ -88,7 +89,7 @@ impl ClusterLoop for Membership {
         let Some(valid) = o.valid.as_ref().filter(|_| !cluster.spec.paused) else { return Step::Idle };
         let mut step = plan::plan(&desired(valid), &o.observed, &self.memory.plan);
         if let Step::Wait { reason, message } = &mut step
-            && EXPLAINED_BY_PODS.contains(reason)
+            && EXPLAINED_BY_PODS.iter().any(|&entry| *reason == entry)
         {
             explain_wait(reason, message, &o.kube.problems);
         }

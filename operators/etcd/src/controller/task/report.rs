@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use statecraft_shared::reason::{Common, Reason};
 use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::upgrade::Action;
 use statecraft_shared::{Error, Result};
@@ -19,6 +20,7 @@ use crate::build::{METRICS_PORT, Names};
 use crate::insight::{self, Detector};
 use crate::membership::Observed;
 use crate::membership::plan::{self, Step};
+use crate::reason::Etcd;
 use crate::validate::ValidSpec;
 
 /// Time between scrapes of the members' own metrics (abnormality detection).
@@ -154,27 +156,28 @@ fn fill_status(
     if all_healthy && !rolling && versions.len() == 1 {
         status.observed_version = versions.first().map(|v| v.to_string());
     }
-    let phase = if cluster.spec.paused {
-        "Paused"
-    } else if matches!(step, Step::Wait { reason: "QuorumLost", .. }) {
-        "QuorumLost"
+    // The phase is also the Ready and Degraded reason of an idle pass.
+    let phase: Reason = if cluster.spec.paused {
+        Common::Paused.into()
+    } else if matches!(step, Step::Wait { reason, .. } if *reason == Etcd::QuorumLost) {
+        Etcd::QuorumLost.into()
     } else if members.is_empty() {
-        "Bootstrapping"
+        Etcd::Bootstrapping.into()
     } else if rolling {
-        "Upgrading"
+        Etcd::Upgrading.into()
     } else if voters.len() != desired || status.members.len() != voters.len() {
-        "Scaling"
+        Etcd::Scaling.into()
     } else if all_healthy {
-        "Healthy"
+        Common::Healthy.into()
     } else {
-        "Degraded"
+        Common::Degraded.into()
     };
     status.phase = Some(phase.to_string());
     let (reason, message) = match step {
-        Step::Wait { reason, message } => (reason.to_string(), message.clone()),
-        Step::Idle if all_healthy => ("Healthy".to_string(), format!("{} voting members, all healthy", voters.len())),
-        Step::Idle => (phase.to_string(), format!("{healthy_voters} of {} voting members healthy", voters.len())),
-        other => (other.reason().to_string(), other.message()),
+        Step::Wait { reason, message } => (*reason, message.clone()),
+        Step::Idle if all_healthy => (Common::Healthy.into(), format!("{} voting members, all healthy", voters.len())),
+        Step::Idle => (phase, format!("{healthy_voters} of {} voting members healthy", voters.len())),
+        other => (other.reason(), other.message()),
     };
     let c = &mut status.conditions;
     if valid.is_some() {
@@ -182,7 +185,7 @@ fn fill_status(
             c,
             ConditionType::Ready,
             all_healthy,
-            if all_healthy { "Healthy" } else { &reason },
+            if all_healthy { Common::Healthy.into() } else { reason },
             &message,
             generation,
         );
@@ -191,7 +194,7 @@ fn fill_status(
         c,
         ConditionType::Available,
         has_quorum,
-        if has_quorum { "QuorumHealthy" } else { "NoQuorum" },
+        if has_quorum { Etcd::QuorumHealthy } else { Etcd::NoQuorum },
         &format!("{healthy_voters} of {} voting members healthy, quorum {quorum}", voters.len()),
         generation,
     );
@@ -200,7 +203,7 @@ fn fill_status(
         c,
         ConditionType::Degraded,
         degraded,
-        if degraded { &reason } else { "AsExpected" },
+        if degraded { reason } else { Common::AsExpected.into() },
         &message,
         generation,
     );
@@ -210,7 +213,7 @@ fn fill_status(
             set_condition(c, ConditionType::Progressing, true, action.reason(), &action.message(), generation);
         }
         _ => {
-            let reason = if operating { step.reason() } else { "Idle" };
+            let reason = if operating { step.reason() } else { Common::Idle.into() };
             set_condition(c, ConditionType::Progressing, operating, reason, &message, generation);
         }
     }

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use statecraft_shared::cluster_loop::{Acted, Next};
+use statecraft_shared::reason::{Common, Reason};
 use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
@@ -23,6 +24,7 @@ use crate::api::{MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
 use crate::build::{Names, ROLE_LABEL};
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::pass::{Effect, perform};
+use crate::reason::MySql;
 
 /// Carries out the pass's decision (see the module doc). Returns whether to pass again at
 /// once and the rolling upgrade's step.
@@ -39,44 +41,43 @@ pub async fn act(
     let names = &o.names;
     let mut next = Next::Later;
     let op = &decision.operation;
-    match op {
-        Operation::Nothing => memory.waits.clear(),
-        Operation::Wait { reason, message } => memory.waits.publish(&rt.events, cluster, reason, message, true).await,
-        _ => {
-            memory.waits.clear();
-            let (reason, note) = describe(op, names);
-            info!(cluster = %name, operation = ?op, "clustering operation");
-            let started = Instant::now();
-            let result = perform(&o.dp, op, &o.observed, &o.targets, o.observed.ack_count).await;
-            info!(cluster = %name, ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "clustering operation performed");
-            ctx.servers.operation(&name, op, result.is_ok());
-            match result {
-                Ok(effect) => {
-                    match member_of(op) {
-                        Some(m) => rt.events.normal_about_pod(cluster, &names.pod(m), reason, "Clustering", note).await,
-                        None => rt.events.normal(cluster, reason, "Clustering", note).await,
-                    }
-                    // A pause may have fallen in the middle of the operation.
-                    rt.leadership.check()?;
-                    let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
-                    apply_effect(&pods, names, effect, status).await?;
-                    if let (Operation::Switchover { .. }, Some(r)) = (op, &o.request) {
-                        status.handled_switchover = Some(r.clone());
-                    }
-                    if let Operation::ConfigureReplica { ordinal, source } = op {
-                        memory.configured.insert((*ordinal, *source), Instant::now());
-                    }
-                    if let Operation::Reseed { ordinal, why } = op {
-                        reseed::started(status, names, *ordinal, why);
-                    }
-                    next = Next::Now;
+    if let Operation::Wait { reason, message } = op {
+        memory.waits.publish(&rt.events, cluster, *reason, message, true).await;
+    } else if let Some((reason, note)) = describe(op, names) {
+        memory.waits.clear();
+        info!(cluster = %name, operation = ?op, "clustering operation");
+        let started = Instant::now();
+        let result = perform(&o.dp, op, &o.observed, &o.targets, o.observed.ack_count).await;
+        info!(cluster = %name, ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "clustering operation performed");
+        ctx.servers.operation(&name, op, result.is_ok());
+        match result {
+            Ok(effect) => {
+                match member_of(op) {
+                    Some(m) => rt.events.normal_about_pod(cluster, &names.pod(m), reason, "Clustering", note).await,
+                    None => rt.events.normal(cluster, reason, "Clustering", note).await,
                 }
-                Err(e) => {
-                    rt.events.warning(cluster, reason, "Clustering", format!("{note} failed: {e}")).await;
-                    warn!(cluster = %name, error = %e, "clustering operation failed");
+                // A pause may have fallen in the middle of the operation.
+                rt.leadership.check()?;
+                let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+                apply_effect(&pods, names, effect, status).await?;
+                if let (Operation::Switchover { .. }, Some(r)) = (op, &o.request) {
+                    status.handled_switchover = Some(r.clone());
                 }
+                if let Operation::ConfigureReplica { ordinal, source } = op {
+                    memory.configured.insert((*ordinal, *source), Instant::now());
+                }
+                if let Operation::Reseed { ordinal, why } = op {
+                    reseed::started(status, names, *ordinal, why);
+                }
+                next = Next::Now;
+            }
+            Err(e) => {
+                rt.events.warning(cluster, reason, "Clustering", format!("{note} failed: {e}")).await;
+                warn!(cluster = %name, error = %e, "clustering operation failed");
             }
         }
+    } else {
+        memory.waits.clear();
     }
     // A switchover request naming the current primary, or nothing valid, is done at once.
     if let Some(r) = &o.request
@@ -87,7 +88,7 @@ pub async fn act(
     }
     if let Some(done) = reseed::finished(status, names, decision) {
         let note = format!("{} was re-seeded ({}) and serves again", done.member, done.reason);
-        rt.events.normal(cluster, reseed::RESEEDED, "Clustering", note).await;
+        rt.events.normal(cluster, MySql::Reseeded, "Clustering", note).await;
     }
 
     // A new revision of the StatefulSet is rolled only when the clustering has nothing to do.
@@ -166,7 +167,12 @@ async fn roll_step(
     if let Some(p) = moved {
         status.current_primary = Some(names.pod(p));
         rt.events
-            .normal(cluster, "Switchover", "Upgrade", format!("primary moved to {} before its restart", names.pod(p)))
+            .normal(
+                cluster,
+                MySql::Switchover,
+                "Upgrade",
+                format!("primary moved to {} before its restart", names.pod(p)),
+            )
             .await;
     }
     if let Action::Restart { member } = &step.action {
@@ -174,7 +180,7 @@ async fn roll_step(
         let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
         pods.delete(member, &Default::default()).await.map_err(|e| Error::kube(format!("deleting pod {member}"), e))?;
         let note = format!("restarting {member} on the new revision");
-        rt.events.normal_about_pod(cluster, member, "RestartMember", "Upgrade", note).await;
+        rt.events.normal_about_pod(cluster, member, Common::RestartMember, "Upgrade", note).await;
     }
     let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. }) || moved.is_some();
     progress.advance(&step, Utc::now());
@@ -197,35 +203,39 @@ fn member_of(op: &Operation) -> Option<u32> {
     }
 }
 
-/// Event reason and note of an operation.
-pub(super) fn describe(op: &Operation, names: &Names) -> (&'static str, String) {
-    match op {
-        Operation::Bootstrap { primary } => ("Bootstrap", format!("{} is the first primary", names.pod(*primary))),
+/// Event (and Progressing condition) reason and note of an operation; `None` for no
+/// operation (nothing to do, or a wait, which has its own reason).
+pub(super) fn describe(op: &Operation, names: &Names) -> Option<(Reason, String)> {
+    Some(match op {
+        Operation::Bootstrap { primary } => {
+            (Common::Bootstrap.into(), format!("{} is the first primary", names.pod(*primary)))
+        }
         Operation::MakeWritable { ordinal } => {
-            ("PrimaryWritable", format!("{} now accepts writes", names.pod(*ordinal)))
+            (MySql::PrimaryWritable.into(), format!("{} now accepts writes", names.pod(*ordinal)))
         }
-        Operation::Demote { ordinal } => {
-            ("Demote", format!("{} was writable but is not the primary: made read-only", names.pod(*ordinal)))
-        }
+        Operation::Demote { ordinal } => (
+            MySql::Demote.into(),
+            format!("{} was writable but is not the primary: made read-only", names.pod(*ordinal)),
+        ),
         Operation::ConfigureReplica { ordinal, source } => {
-            ("ConfigureReplica", format!("{} replicates from {}", names.pod(*ordinal), names.pod(*source)))
+            (MySql::ConfigureReplica.into(), format!("{} replicates from {}", names.pod(*ordinal), names.pod(*source)))
         }
         Operation::Fence { ordinals } => (
-            "Fence",
+            MySql::Fence.into(),
             format!(
                 "stopped the receivers of {} so the unreachable primary gets no acknowledgement",
                 ordinals.iter().map(|i| names.pod(*i)).collect::<Vec<_>>().join(", ")
             ),
         ),
         Operation::Promote { ordinal, from, received } => (
-            "Failover",
+            MySql::Failover.into(),
             format!("{} replaces {} as primary (applied {received})", names.pod(*ordinal), names.pod(*from)),
         ),
         Operation::Switchover { from, to } => {
-            ("Switchover", format!("primary moves from {} to {}", names.pod(*from), names.pod(*to)))
+            (MySql::Switchover.into(), format!("primary moves from {} to {}", names.pod(*from), names.pod(*to)))
         }
         Operation::Reseed { ordinal, why } => (
-            "Reseed",
+            MySql::Reseed.into(),
             format!(
                 "re-seeding {}: {}; its volume {} and pod are deleted and the new, empty server copies the primary's data through replication",
                 names.pod(*ordinal),
@@ -234,15 +244,15 @@ pub(super) fn describe(op: &Operation, names: &Names) -> (&'static str, String) 
             ),
         ),
         Operation::Relabel { changes } => (
-            "Relabel",
+            MySql::Relabel.into(),
             changes
                 .iter()
                 .map(|(i, r)| format!("{}={}", names.pod(*i), r.map_or("none", Role::label)))
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
-        Operation::Nothing | Operation::Wait { .. } => ("Nothing", String::new()),
-    }
+        Operation::Nothing | Operation::Wait { .. } => return None,
+    })
 }
 
 async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &mut MySQLClusterStatus) -> Result<()> {

@@ -10,6 +10,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::pods::{explain_wait, pod_problems};
+use statecraft_shared::reason::Reason;
 use statecraft_shared::{Error, Result};
 
 use super::super::reconcile::recorded_primary;
@@ -23,12 +24,14 @@ use crate::clustering::decide::{Decision, Operation, decide};
 use crate::clustering::observed::{Observed, PodState};
 use crate::clustering::pass::{Target, gather};
 use crate::flavor::sql;
+use crate::reason::MySql;
 use crate::validate::{ValidSpec, check_version_change, validate};
 
 /// Waits for servers that do not answer, which their pods' own status explains when
 /// Kubernetes cannot run them (unschedulable, crash-looping, image not pulled): the wait
 /// then carries the pod's reason (and so does its Event and the Ready condition).
-const EXPLAINED_BY_PODS: &[&str] = &["WaitingForServers", "PrimaryDown", "NotEnoughReplicasForSafeFailover"];
+const EXPLAINED_BY_PODS: [MySql; 3] =
+    [MySql::WaitingForServers, MySql::PrimaryDown, MySql::NotEnoughReplicasForSafeFailover];
 
 /// What one pass found.
 pub struct Observation {
@@ -36,7 +39,7 @@ pub struct Observation {
     pub valid: Option<ValidSpec>,
     /// Why it is not (reason, message): the reconciler reports it; the servers are still
     /// looked after (a failover cannot wait for a typo to be fixed), but nothing is rolled.
-    pub spec_problem: Option<(&'static str, String)>,
+    pub spec_problem: Option<(Reason, String)>,
     pub names: Names,
     /// The operator's connections to the servers.
     pub dp: DataPlane,
@@ -56,7 +59,7 @@ impl Observation {
     pub fn decide(&self) -> Decision {
         let mut decision = decide(&self.observed);
         if let Operation::Wait { reason, message } = &mut decision.operation
-            && EXPLAINED_BY_PODS.contains(reason)
+            && EXPLAINED_BY_PODS.iter().any(|e| *reason == *e)
         {
             explain_wait(reason, message, &pod_problems(&self.pods));
         }

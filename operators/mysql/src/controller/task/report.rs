@@ -2,6 +2,7 @@
 //! conditions), abnormalities found and the primary's acknowledgements, and the
 //! reconciler's verdict on the spec.
 
+use statecraft_shared::reason::Common;
 use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::upgrade::Action;
 
@@ -14,6 +15,7 @@ use crate::build::Names;
 use crate::clustering::acks::judge;
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::observed::{Member, Observed};
+use crate::reason::MySql;
 
 /// Reports the pass (see the module doc) into `status`.
 pub async fn report(
@@ -37,7 +39,7 @@ pub async fn report(
             &mut status.conditions,
             ConditionType::Ready,
             false,
-            reason,
+            *reason,
             message,
             cluster.metadata.generation,
         );
@@ -94,14 +96,14 @@ fn fill_status(
     };
     let c = &mut status.conditions;
     let healthy = d.health == Health::Healthy;
-    let reason = wait_reason.unwrap_or(d.health.as_str());
+    let reason = wait_reason.unwrap_or(d.health.reason());
     let message = if wait_message.is_empty() { format!("cluster is {}", d.health.as_str()) } else { wait_message };
     set_condition(c, ConditionType::Ready, healthy, reason, &message, generation);
     set_condition(
         c,
         ConditionType::Available,
         primary_ok,
-        if primary_ok { "PrimaryWritable" } else { "NoWritablePrimary" },
+        if primary_ok { MySql::PrimaryWritable } else { MySql::NoWritablePrimary },
         &message,
         generation,
     );
@@ -110,25 +112,26 @@ fn fill_status(
         c,
         ConditionType::Degraded,
         degraded,
-        if degraded { reason } else { "AsExpected" },
+        if degraded { reason } else { Common::AsExpected.into() },
         &message,
         generation,
     );
-    let operating = !matches!(d.operation, Operation::Nothing | Operation::Wait { .. });
+    let operation = describe(&d.operation, names).map(|(reason, _)| reason);
+    let operating = operation.is_some();
     match roll.filter(|_| !operating) {
         Some(action) if rolling => {
             set_condition(c, ConditionType::Progressing, true, action.reason(), &action.message(), generation);
         }
         // A re-seeded replica rebuilding: no operation of its own, but progress all the same.
         _ if !operating && let Some(r) = &status.reseeding => {
-            set_condition(c, ConditionType::Progressing, true, reseed::RESEEDING, &reseed::message(r), generation);
+            set_condition(c, ConditionType::Progressing, true, MySql::Reseeding, &reseed::message(r), generation);
         }
         _ => {
             set_condition(
                 c,
                 ConditionType::Progressing,
                 operating,
-                if operating { describe(&d.operation, names).0 } else { "Idle" },
+                operation.unwrap_or(Common::Idle.into()),
                 &message,
                 generation,
             );

@@ -10,7 +10,8 @@
 //!   is deleted.
 //!
 //! After applying everything, [`Applier::delete_orphans`] deletes children that carry the
-//! owner's labels but were not applied this time (a Service switched off in the spec, say).
+//! owner's labels but were not applied this time (a Service switched off in the spec, say);
+//! [`Applier::delete_orphans_with_events`] also tells the user, with an Event on the owner.
 //! PersistentVolumeClaims and backups are never deleted unless the caller passes
 //! [`OrphanPolicy::DeleteData`]: losing data must be something the user asked for.
 //!
@@ -24,14 +25,18 @@ use std::fmt::Debug;
 use std::sync::Mutex;
 
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::events::EventType;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use tracing::{debug, info};
 
+use crate::events::EventPublisher;
+use crate::reason::Common;
 use crate::{Error, Result};
 
 /// Label naming the operator that manages an object.
@@ -87,6 +92,8 @@ pub struct Applier<'a> {
     namespace: String,
     field_manager: String,
     owner: OwnerReference,
+    /// The owner as the Events about its children name it.
+    regarding: ObjectReference,
     labels: BTreeMap<String, String>,
     cache: &'a ApplyCache,
     applied: HashSet<(String, String)>,
@@ -115,6 +122,7 @@ impl<'a> Applier<'a> {
             namespace,
             field_manager: field_manager.into(),
             owner: owner_ref,
+            regarding: owner.object_ref(&()),
             labels,
             cache,
             applied: HashSet::new(),
@@ -198,6 +206,22 @@ impl<'a> Applier<'a> {
             }
         }
         Ok(deleted)
+    }
+
+    /// [`Applier::delete_orphans`], then a Normal `Deleted` Event (action `Cleanup`) on the
+    /// owner for each object deleted: a child that disappears because the spec no longer
+    /// asks for it is something the user should be able to see in `kubectl describe`.
+    pub async fn delete_orphans_with_events(
+        &self,
+        kinds: &[ApiResource],
+        policy: OrphanPolicy,
+        events: &EventPublisher,
+    ) -> Result<()> {
+        for gone in self.delete_orphans(kinds, policy).await? {
+            let note = format!("deleted {gone}: no longer desired");
+            events.publish(self.regarding.clone(), EventType::Normal, Common::Deleted, "Cleanup", note).await;
+        }
+        Ok(())
     }
 }
 

@@ -14,17 +14,24 @@
 //! one that reflects the latest spec. `lastTransitionTime` changes only when the status
 //! flips, which keeps status writes idempotent: a reconcile that finds nothing new writes
 //! nothing (see [`patch_status`]).
+//!
+//! A spec the operator cannot accept is reported the same way by every operator
+//! ([`report_invalid_spec`]): `Ready` is `False` with the error's reason, and a Warning
+//! Event says so once.
 
 use std::fmt;
 
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
+use kube::core::object::HasStatus;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::reason::Reason;
+use crate::runner::Runtime;
 use crate::{Error, Result};
 
 /// The four standard condition types.
@@ -140,6 +147,42 @@ where
         .await
         .map_err(|e| Error::kube(format!("writing status of {} {}", K::kind(&()), obj.name_any()), e))?;
     Ok(true)
+}
+
+/// Reports that `obj`'s spec was refused with `err` (validation, or a check such as a
+/// Secret the spec names): `Ready` becomes `False` with the error's reason and message,
+/// a Warning Event (`Validate`) is published when that changed the condition (not again
+/// on every retry of the same refusal), and the status is patched. `conditions` gives
+/// the conditions in the resource's own status type.
+///
+/// The caller still returns `err`, so that the reconcile's error policy decides the
+/// retry; an error here is the status write's.
+pub async fn report_invalid_spec<K>(
+    rt: &Runtime,
+    obj: &K,
+    conditions: impl FnOnce(&mut K::Status) -> &mut Vec<Condition>,
+    err: &Error,
+) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + HasStatus + Clone + DeserializeOwned + fmt::Debug,
+    K::Status: Clone + Default + Serialize + PartialEq,
+{
+    let mut status = obj.status().cloned().unwrap_or_default();
+    let message = err.to_string();
+    let changed = set_condition(
+        conditions(&mut status),
+        ConditionType::Ready,
+        false,
+        err.reason(),
+        &message,
+        obj.meta().generation,
+    );
+    if changed {
+        rt.events.warning(obj, err.reason(), "Validate", message).await;
+    }
+    let api: Api<K> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    patch_status(&api, obj, obj.status(), &status, rt.field_manager).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, Post
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use statecraft_shared::apply::{Applier, ApplyCache, OrphanPolicy};
+use statecraft_shared::events::EventPublisher;
 use statecraft_shared::testing::apiserver::ApiServer;
 use statecraft_shared::testing::eventually;
 use tokio::process::{Child, Command};
@@ -85,9 +86,19 @@ async fn apply_sets_labels_and_owner_then_cleans_up_orphans_but_never_data() -> 
     let kinds = [ApiResource::erase::<ConfigMap>(&()), ApiResource::erase::<PersistentVolumeClaim>(&())];
     let mut applier = Applier::new(client.clone(), "statecraft-test", &owner, &cache)?;
     applier.apply(config_map("child-a", "1")).await?;
-    let deleted = applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await?;
-    assert_eq!(deleted, vec!["ConfigMap/child-b".to_string()]);
+    let events = EventPublisher::new(client.clone(), "statecraft-test", "test-0");
+    applier.delete_orphans_with_events(&kinds, OrphanPolicy::KeepData, &events).await?;
     assert!(cms.get_opt("child-b").await?.is_none());
+    // ... and says so on the owner, where `kubectl describe` shows it.
+    let said: Api<Event> = Api::namespaced(client.clone(), "apply");
+    let deleted = eventually(Duration::from_secs(10), "a Deleted Event", || async {
+        let list = said.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("Deleted"))
+    })
+    .await?;
+    assert_eq!(deleted.note.as_deref(), Some("deleted ConfigMap/child-b: no longer desired"));
+    assert_eq!(deleted.regarding.and_then(|r| r.name).as_deref(), Some("owner"));
+    assert_eq!(deleted.action.as_deref(), Some("Cleanup"));
     assert!(cms.get_opt("child-a").await?.is_some());
     assert!(cms.get_opt("owner").await?.is_some(), "objects without the owner's labels are never touched");
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "apply");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::apply::{Applier, OrphanPolicy};
 use crate::rbac::Rule;
-use crate::reason::{Catalogue, Common};
+use crate::reason::Catalogue;
 use crate::runner::{Operator, Runtime};
 use crate::status::{ConditionType, patch_status, set_condition};
 use crate::{Error, Result};
@@ -127,9 +127,9 @@ async fn reconcile(echo: Arc<Echo>, rt: Arc<Runtime>) -> Result<Action> {
     for cm in desired {
         applier.apply(cm).await?;
     }
-    for gone in applier.delete_orphans(&[ApiResource::erase::<ConfigMap>(&())], OrphanPolicy::KeepData).await? {
-        rt.events.normal(&*echo, Common::Deleted, "Cleanup", format!("deleted {gone}: no longer desired")).await;
-    }
+    applier
+        .delete_orphans_with_events(&[ApiResource::erase::<ConfigMap>(&())], OrphanPolicy::KeepData, &rt.events)
+        .await?;
 
     // status
     if set_condition(

@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
 use kube::api::ApiResource;
 use kube::runtime::controller::Action;
-use kube::{Api, ResourceExt};
 use statecraft_shared::Result;
 use statecraft_shared::apply::{Applier, OrphanPolicy};
-use statecraft_shared::reason::Common;
 use statecraft_shared::s3::check_credentials;
-use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::status::report_invalid_spec;
 
 use super::Context;
 use crate::api::EtcdCluster;
@@ -73,20 +72,7 @@ pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<A
     let valid = match checked {
         Ok(v) => v,
         Err(err) => {
-            let api: Api<EtcdCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
-            let mut status = cluster.status.clone().unwrap_or_default();
-            let changed = set_condition(
-                &mut status.conditions,
-                ConditionType::Ready,
-                false,
-                err.reason(),
-                &err.to_string(),
-                cluster.metadata.generation,
-            );
-            if changed {
-                rt.events.warning(&*cluster, err.reason(), "Validate", err.to_string()).await;
-            }
-            patch_status(&api, &*cluster, cluster.status.as_ref(), &status, rt.field_manager).await?;
+            report_invalid_spec(rt, &*cluster, |s| &mut s.conditions, &err).await?;
             // The task keeps watching the members (quorum, alarms) but changes nothing.
             if let Some(uid) = cluster.metadata.uid.as_deref() {
                 ctx.ensure_task(&name, uid);
@@ -100,9 +86,7 @@ pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<A
     applier.apply(services::client_service(&names)).await?;
     applier.apply(pdb::pdb(&names, valid.spec.replicas as u32)).await?;
     let kinds = [ApiResource::erase::<Service>(&()), ApiResource::erase::<PodDisruptionBudget>(&())];
-    for gone in applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await? {
-        rt.events.normal(&*cluster, Common::Deleted, "Cleanup", format!("deleted {gone}: no longer desired")).await;
-    }
+    applier.delete_orphans_with_events(&kinds, OrphanPolicy::KeepData, &rt.events).await?;
     if let Some(uid) = cluster.metadata.uid.as_deref() {
         ctx.ensure_task(&name, uid);
     }

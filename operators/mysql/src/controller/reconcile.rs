@@ -11,8 +11,7 @@ use kube::api::ApiResource;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::{Applier, OrphanPolicy};
-use statecraft_shared::reason::Common;
-use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::status::report_invalid_spec;
 use statecraft_shared::{Error, Result};
 use tracing::info;
 
@@ -35,7 +34,6 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         ctx.stop_task(&name);
         return Ok(Action::await_change());
     }
-    let api: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
     // Downgrades are refused against the version the servers last converged on.
     let observed_version = cluster.status.as_ref().and_then(|s| s.observed_version.clone());
     let checked = validate_name(&name).and_then(|()| validate(&cluster.spec)).and_then(|v| match &observed_version {
@@ -45,20 +43,7 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     let valid = match checked {
         Ok(v) => v,
         Err(err) => {
-            let mut status = cluster.status.clone().unwrap_or_default();
-            let generation = cluster.metadata.generation;
-            let changed = set_condition(
-                &mut status.conditions,
-                ConditionType::Ready,
-                false,
-                err.reason(),
-                &err.to_string(),
-                generation,
-            );
-            if changed {
-                rt.events.warning(&*cluster, err.reason(), "Validate", err.to_string()).await;
-            }
-            patch_status(&api, &*cluster, cluster.status.as_ref(), &status, rt.field_manager).await?;
+            report_invalid_spec(rt, &*cluster, |s| &mut s.conditions, &err).await?;
             return Err(err);
         }
     };
@@ -106,9 +91,7 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         ApiResource::erase::<PodDisruptionBudget>(&()),
         ApiResource::erase::<StatefulSet>(&()),
     ];
-    for gone in applier.delete_orphans(&kinds, OrphanPolicy::KeepData).await? {
-        rt.events.normal(&*cluster, Common::Deleted, "Cleanup", format!("deleted {gone}: no longer desired")).await;
-    }
+    applier.delete_orphans_with_events(&kinds, OrphanPolicy::KeepData, &rt.events).await?;
 
     if let Some(uid) = cluster.metadata.uid.as_deref() {
         ctx.ensure_task(&name, uid);

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use statecraft_shared::backup::BackupSpec;
 use statecraft_shared::names::check_cluster_name;
 pub use statecraft_shared::version::Version;
 use statecraft_shared::version::check_supported;
@@ -13,7 +14,7 @@ use crate::api::cluster::{
     MAX_RESEED_BROKEN_AFTER_SECONDS, MAX_SEMI_SYNC_TIMEOUT_SECONDS, MIN_RESEED_BROKEN_AFTER_SECONDS,
     MIN_SEMI_SYNC_TIMEOUT_SECONDS, SAFE_SEMI_SYNC_TIMEOUT_SECONDS, SCALE_IN_AFTER_SECONDS, SCALE_OUT_AFTER_SECONDS,
 };
-use crate::api::{AutoScaling, Flavor, MySQLBackupSpec, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
+use crate::api::{AutoScaling, Flavor, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
 use crate::build::MAX_CLUSTER_NAME;
 use crate::image::default_image;
 
@@ -226,7 +227,8 @@ pub fn check_version_change(flavor: Flavor, observed: &str, desired: &Version) -
 /// Checks a MySQLRestore's spec: the target's name and cluster spec (as [`validate`]), and
 /// the point in time. Returns the target's validated spec.
 pub fn validate_restore(spec: &MySQLRestoreSpec) -> Result<ValidSpec> {
-    match (&spec.backup_name, &spec.location) {
+    let source = &spec.source;
+    match (&source.backup_name, &source.location) {
         (Some(name), None) if !name.is_empty() => {}
         (None, Some(location)) => {
             if location.store.bucket.is_empty() {
@@ -239,7 +241,7 @@ pub fn validate_restore(spec: &MySQLRestoreSpec) -> Result<ValidSpec> {
         _ => return Err(Error::invalid_spec("spec.backupName", "exactly one of backupName and location must be set")),
     }
     if let Some(t) = &spec.point_in_time {
-        if spec.backup_name.is_none() {
+        if source.backup_name.is_none() {
             return Err(Error::invalid_spec(
                 "spec.pointInTime",
                 "needs spec.backupName: the binary logs are found through the cluster's MySQLBackups",
@@ -261,8 +263,8 @@ pub fn validate_restore(spec: &MySQLRestoreSpec) -> Result<ValidSpec> {
     })
 }
 
-/// Checks a MySQLBackup's spec.
-pub fn validate_backup(spec: &MySQLBackupSpec) -> Result<()> {
+/// Checks a MySQLBackup's spec (the core it flattens: nothing else is in it).
+pub fn validate_backup(spec: &BackupSpec) -> Result<()> {
     if spec.cluster_name.is_empty() {
         return Err(Error::invalid_spec("spec.clusterName", "must name a MySQLCluster"));
     }
@@ -283,6 +285,7 @@ fn flavor_name(flavor: Flavor) -> &'static str {
 pub(crate) mod tests {
     use super::*;
     use crate::api::{AutoHeal, BackupPolicy, Retention, SemiSync, ServiceOptions, Storage, UpgradeStrategy};
+    use statecraft_shared::backup::RestoreSource;
     use statecraft_shared::s3::S3Location;
 
     pub(crate) fn spec() -> MySQLClusterSpec {
@@ -483,8 +486,7 @@ pub(crate) mod tests {
     fn a_restore_target_with_bad_auto_scaling_names_the_target_field() {
         use crate::api::RestoreTarget;
         let restore = MySQLRestoreSpec {
-            backup_name: Some("b".into()),
-            location: None,
+            source: RestoreSource { backup_name: Some("b".into()), location: None },
             point_in_time: None,
             target: RestoreTarget {
                 name: "copy".into(),
@@ -648,8 +650,7 @@ pub(crate) mod tests {
     fn restores_are_checked_and_errors_name_the_target_fields() {
         use crate::api::{BackupLocation, RestoreTarget};
         let restore = MySQLRestoreSpec {
-            backup_name: Some("b".into()),
-            location: None,
+            source: RestoreSource { backup_name: Some("b".into()), location: None },
             point_in_time: Some("2026-01-31T12:00:00Z".into()),
             target: RestoreTarget { name: "copy".into(), spec: spec() },
             deadline: Default::default(),
@@ -658,23 +659,22 @@ pub(crate) mod tests {
         let bad_time = MySQLRestoreSpec { point_in_time: Some("yesterday".into()), ..restore.clone() };
         assert_eq!(field_of(validate_restore(&bad_time).unwrap_err()), "spec.pointInTime");
         let both = MySQLRestoreSpec {
-            location: Some(BackupLocation { store: location(), key: "k".into() }),
+            source: RestoreSource {
+                location: Some(BackupLocation { store: location(), key: "k".into() }),
+                ..restore.source.clone()
+            },
             ..restore.clone()
         };
         assert_eq!(field_of(validate_restore(&both).unwrap_err()), "spec.backupName");
-        let neither = MySQLRestoreSpec { backup_name: None, ..restore.clone() };
+        let neither = MySQLRestoreSpec { source: RestoreSource::default(), ..restore.clone() };
         assert_eq!(field_of(validate_restore(&neither).unwrap_err()), "spec.backupName");
-        let explicit = MySQLRestoreSpec {
+        let explicit = |key: &str| RestoreSource {
             backup_name: None,
-            location: Some(BackupLocation { store: location(), key: String::new() }),
-            ..restore.clone()
+            location: Some(BackupLocation { store: location(), key: key.into() }),
         };
-        assert_eq!(field_of(validate_restore(&explicit).unwrap_err()), "spec.location.key");
-        let explicit_pitr = MySQLRestoreSpec {
-            backup_name: None,
-            location: Some(BackupLocation { store: location(), key: "db/x.sql".into() }),
-            ..restore.clone()
-        };
+        let explicit_empty = MySQLRestoreSpec { source: explicit(""), ..restore.clone() };
+        assert_eq!(field_of(validate_restore(&explicit_empty).unwrap_err()), "spec.location.key");
+        let explicit_pitr = MySQLRestoreSpec { source: explicit("db/x.sql"), ..restore.clone() };
         assert_eq!(field_of(validate_restore(&explicit_pitr).unwrap_err()), "spec.pointInTime");
         let bad_target = MySQLRestoreSpec {
             target: RestoreTarget { name: "copy".into(), spec: MySQLClusterSpec { replicas: 2, ..spec() } },
@@ -691,11 +691,7 @@ pub(crate) mod tests {
 
     #[test]
     fn backups_are_checked() {
-        let backup = |cluster_name: &str, location| MySQLBackupSpec {
-            cluster_name: cluster_name.into(),
-            location,
-            deadline: Default::default(),
-        };
+        let backup = |cluster_name: &str, location| BackupSpec { location, ..BackupSpec::of_cluster(cluster_name) };
         assert!(validate_backup(&backup("db", None)).is_ok());
         let e = validate_backup(&backup("", None)).unwrap_err();
         assert_eq!(field_of(e), "spec.clusterName");

@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 
 use super::job::{JobFailure, JobPhase, ObjectReport, parse_report, termination_message};
 use super::status::BackupStatus;
-use super::{BackupPolicy, FAILED, JobDeadline, PENDING, RUNNING, SUCCEEDED, created_at, object_key};
+use super::{BackupPolicy, FAILED, HasBackupSpec, PENDING, RUNNING, SUCCEEDED, created_at, object_key};
 use crate::apply::Applier;
 use crate::error::ErrorCategory;
 use crate::reason::{Common, Reason};
@@ -114,10 +114,10 @@ pub struct Stored {
 }
 
 /// A backup resource (`MySQLBackup`, `EtcdBackup`) as the shared controller drives it:
-/// what is specific to the operator's system. Its status (`HasStatus`, which the
-/// `CustomResource` derive implements) is the operator's own type, which flattens a
-/// [`BackupStatus`].
-pub trait BackupResource: Object + HasStatus<Status: Status> {
+/// what is specific to the operator's system. Its spec is read through its
+/// [`HasBackupSpec`]; its status (`HasStatus`, which the `CustomResource` derive
+/// implements) is the operator's own type, which flattens a [`BackupStatus`].
+pub trait BackupResource: Object + HasBackupSpec + HasStatus<Status: Status> {
     /// The cluster resource the backup names.
     type Cluster: Object;
     /// What the Job reports in its termination message.
@@ -132,12 +132,6 @@ pub trait BackupResource: Object + HasStatus<Status: Status> {
 
     /// The runner's runtime in the operator's context.
     fn runtime(ctx: &Self::Context) -> &Runtime;
-    /// `spec.clusterName`.
-    fn cluster_name(&self) -> &str;
-    /// `spec.location`; `None`: the cluster's policy's.
-    fn location(&self) -> Option<&S3Location>;
-    /// The backup's own Job deadline.
-    fn deadline(&self) -> &JobDeadline;
     /// The cluster's backup policy, if it has one.
     fn policy(cluster: &Self::Cluster) -> Option<&BackupPolicy>;
     /// The shared core of the operator's status.
@@ -256,7 +250,8 @@ async fn step<B: BackupResource>(backup: &B, ctx: &B::Context, status: &mut B::S
         return observe_backup_job(backup, ctx, &job, status).await;
     }
 
-    let cluster_name = backup.cluster_name();
+    let spec = backup.backup_spec();
+    let cluster_name = &spec.cluster_name;
     let clusters: Api<B::Cluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let Some(cluster) = clusters.get_opt(cluster_name).await.map_err(|e| Error::kube("reading the cluster", e))? else {
         let (reason, message) = cluster_not_found(B::CLUSTER_KIND, cluster_name);
@@ -264,7 +259,7 @@ async fn step<B: BackupResource>(backup: &B, ctx: &B::Context, status: &mut B::S
         return Ok(Action::await_change());
     };
     let policy = B::policy(&cluster);
-    let Some(location) = backup.location().or(policy.map(|p| &p.location)) else {
+    let Some(location) = spec.location.as_ref().or(policy.map(|p| &p.location)) else {
         return Err(Error::invalid_spec(
             "spec.location",
             format!("is required: {} {cluster_name} has no backup policy (spec.backup)", B::CLUSTER_KIND),
@@ -272,7 +267,7 @@ async fn step<B: BackupResource>(backup: &B, ctx: &B::Context, status: &mut B::S
     };
     location.validate().map_err(|e| Error::invalid_spec("spec.location", e.to_string()))?;
     // The Job will be given the location's Secret: only one that opted in.
-    let field = if backup.location().is_some() { "spec.location.credentialsSecret" } else { "spec.clusterName" };
+    let field = if spec.location.is_some() { "spec.location.credentialsSecret" } else { "spec.clusterName" };
     check_credentials(rt.client.clone(), &rt.namespace, location, field).await?;
     let created = created_at(backup.meta()).unwrap_or_else(Utc::now);
     let key = object_key(cluster_name, &name, created, B::EXTENSION);
@@ -280,7 +275,7 @@ async fn step<B: BackupResource>(backup: &B, ctx: &B::Context, status: &mut B::S
         job_name: &job_name,
         location,
         key: &key,
-        deadline_seconds: backup.deadline().seconds(policy.map(|p| &p.deadline)),
+        deadline_seconds: spec.deadline.seconds(policy.map(|p| &p.deadline)),
     };
     let (job, message) = match backup.start(ctx, &cluster, &target, status).await? {
         Start::Wait { reason, message } => {

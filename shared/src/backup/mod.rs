@@ -7,6 +7,8 @@
 //! - [`job`]: the Job that runs a backup or restore task in a pod — its skeleton, its S3
 //!   parameters, its phase, and the JSON report it leaves in its termination message.
 //! - [`scheduled`]: backups created on the policy's schedule, and their retention.
+//! - [`spec`]: the spec core of every backup resource ([`BackupSpec`], read through
+//!   [`HasBackupSpec`]) and what a restore loads ([`RestoreSource`]).
 //! - [`status`]: the status core of every backup and restore resource, the phases'
 //!   conditions, and [`BackupLocation`], an explicit backup object.
 //! - [`controller`]: the backup controller (resource → Job → status), with the operator's
@@ -20,6 +22,7 @@ pub mod job;
 pub mod restore;
 pub mod schedule;
 pub mod scheduled;
+pub mod spec;
 pub mod status;
 
 use chrono::{DateTime, Utc};
@@ -28,6 +31,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use schedule::{Schedule, ScheduleError, parse_age};
+pub use spec::{BackupSpec, HasBackupSpec, RestoreSource};
 pub use status::{BackupLocation, BackupStatus, RestoreStatus};
 
 use crate::s3::{RetentionPolicy, S3Location};

@@ -23,7 +23,7 @@ use kube::{Api, Resource, ResourceExt};
 
 use super::controller::{BackupResource, Ending, Object, Status};
 use super::status::{BackupLocation, RestoreStatus};
-use super::{FAILED, PENDING, RESTORING, SUCCEEDED, created_at, object_key};
+use super::{FAILED, HasBackupSpec, PENDING, RESTORING, RestoreSource, SUCCEEDED, created_at, object_key};
 use crate::reason::{Common, Reason};
 use crate::runner::Runtime;
 use crate::s3::check_credentials;
@@ -83,10 +83,9 @@ pub trait RestoreResource: Object + HasStatus<Status: Status> {
     /// The backup resource's kind, for messages.
     const BACKUP_KIND: &'static str;
 
-    /// `spec.backupName`.
-    fn backup_name(&self) -> Option<&str>;
-    /// `spec.location`.
-    fn location(&self) -> Option<&BackupLocation>;
+    /// What to restore from (`spec.backupName` or `spec.location`): the core the
+    /// operator's spec flattens.
+    fn restore_source(&self) -> &RestoreSource;
     /// `spec.target.name`.
     fn target_name(&self) -> &str;
     /// The shared core of the operator's status.
@@ -167,7 +166,8 @@ async fn step<R: RestoreResource>(
         Err(wait) => return waiting(status, wait),
     };
     // What loads the data will be given the store's Secret: only one that opted in.
-    let field = if restore.location().is_some() { "spec.location.store.credentialsSecret" } else { "spec.backupName" };
+    let explicit = restore.restore_source().location.is_some();
+    let field = if explicit { "spec.location.store.credentialsSecret" } else { "spec.backupName" };
     check_credentials(rt.client.clone(), &rt.namespace, &source.location.store, field).await?;
     let cluster = create_target(rt, restore, &source).await?;
     let progress = restore.load(ctx, &cluster, &source, plan).await?;
@@ -236,11 +236,12 @@ pub async fn resolve_source<R: RestoreResource>(
     rt: &Runtime,
     restore: &R,
 ) -> Result<std::result::Result<Source<R::Backup>, Wait>> {
-    if let Some(location) = restore.location() {
+    let wanted = restore.restore_source();
+    if let Some(location) = &wanted.location {
         return Ok(Ok(Source { location: location.clone(), sha256: None, backup: None }));
     }
     let kind = R::BACKUP_KIND;
-    let Some(name) = restore.backup_name().filter(|n| !n.is_empty()) else {
+    let Some(name) = wanted.backup_name.as_deref().filter(|n| !n.is_empty()) else {
         return Err(Error::invalid_spec("spec.backupName", "exactly one of backupName and location must be set"));
     };
     let backups: Api<R::Backup> = Api::namespaced(rt.client.clone(), &rt.namespace);
@@ -261,13 +262,14 @@ pub async fn resolve_source<R: RestoreResource>(
             }));
         }
     }
-    let store = match backup.location() {
+    let spec = backup.backup_spec();
+    let store = match &spec.location {
         Some(location) => location.clone(),
         None => {
             let clusters: Api<<R::Backup as BackupResource>::Cluster> =
                 Api::namespaced(rt.client.clone(), &rt.namespace);
             let cluster = clusters
-                .get_opt(backup.cluster_name())
+                .get_opt(&spec.cluster_name)
                 .await
                 .map_err(|e| Error::kube("reading the backed-up cluster", e))?;
             match cluster.as_ref().and_then(R::Backup::policy) {
@@ -288,7 +290,7 @@ pub async fn resolve_source<R: RestoreResource>(
         None => {
             let created = created_at(backup.meta())
                 .ok_or_else(|| Error::Permanent(format!("{kind} {name} has no creation time")))?;
-            object_key(backup.cluster_name(), name, created, R::Backup::EXTENSION)
+            object_key(&spec.cluster_name, name, created, R::Backup::EXTENSION)
         }
     };
     Ok(Ok(Source { location: BackupLocation { store, key }, sha256: status.sha256, backup: Some(backup) }))

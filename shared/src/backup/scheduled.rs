@@ -16,27 +16,27 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::info;
 
-use super::BackupPolicy;
+use super::{BackupPolicy, BackupSpec, HasBackupSpec};
 use crate::reason::Common;
 use crate::runner::Runtime;
 use crate::s3::{S3Location, S3Store};
 use crate::{Error, Result};
 
-/// A backup resource (`MySQLBackup`, `EtcdBackup`) as the schedule sees it.
+/// A backup resource (`MySQLBackup`, `EtcdBackup`) as the schedule sees it: it creates
+/// them from [`BackupSpec::of_cluster`] and reads their location through their
+/// [`HasBackupSpec`].
 pub trait ScheduledBackup:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + Serialize + DeserializeOwned
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + HasBackupSpec
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
 {
     /// Label naming the cluster on the backups of a cluster.
     const CLUSTER_LABEL: &'static str;
     /// Label (value `true`) on the backups the schedule created.
     const SCHEDULED_LABEL: &'static str;
-
-    /// A backup of `cluster` to the location of the cluster's policy; the caller fills in
-    /// its metadata.
-    fn of_cluster(cluster: &str) -> Self;
-
-    /// The location the backup names itself; `None`: the cluster's policy's.
-    fn location(&self) -> Option<&S3Location>;
 
     /// The key, relative to the location's prefix, of the object this backup stored (or
     /// will store), if it can be known.
@@ -69,7 +69,7 @@ where
         return Ok(());
     }
     let name = cluster.name_any();
-    let mut backup = B::of_cluster(&name);
+    let mut backup = B::from_backup_spec(BackupSpec::of_cluster(&name));
     let meta = backup.meta_mut();
     meta.name = Some(backup_name(&name, slot));
     meta.namespace = Some(rt.namespace.clone());
@@ -134,7 +134,7 @@ where
 fn expired<'a, B: ScheduledBackup>(backups: &'a [B], keys: &[String], location: &S3Location) -> Vec<&'a B> {
     backups
         .iter()
-        .filter(|b| b.location().is_none_or(|l| l == location))
+        .filter(|b| b.backup_spec().location.as_ref().is_none_or(|l| l == location))
         .filter(|b| b.object_key().is_some_and(|k| keys.contains(&k)))
         .collect()
 }
@@ -147,9 +147,9 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::ObjectMeta;
 
-    /// A stand-in backup resource: a ConfigMap whose data holds the key and a bucket.
+    /// A stand-in backup resource: a ConfigMap whose data holds the key, and a spec.
     #[derive(Clone, Debug, Serialize, serde::Deserialize)]
-    struct Fake(ConfigMap, Option<S3Location>);
+    struct Fake(ConfigMap, BackupSpec);
 
     impl Resource for Fake {
         type DynamicType = ();
@@ -174,15 +174,18 @@ mod tests {
         }
     }
 
+    impl HasBackupSpec for Fake {
+        fn backup_spec(&self) -> &BackupSpec {
+            &self.1
+        }
+        fn from_backup_spec(spec: BackupSpec) -> Self {
+            Fake(ConfigMap::default(), spec)
+        }
+    }
+
     impl ScheduledBackup for Fake {
         const CLUSTER_LABEL: &'static str = "test/cluster";
         const SCHEDULED_LABEL: &'static str = "test/scheduled";
-        fn of_cluster(_: &str) -> Self {
-            Fake(ConfigMap::default(), None)
-        }
-        fn location(&self) -> Option<&S3Location> {
-            self.1.as_ref()
-        }
         fn object_key(&self) -> Option<String> {
             self.0.data.as_ref()?.get("key").cloned()
         }
@@ -192,7 +195,7 @@ mod tests {
         let mut cm = ConfigMap::default();
         cm.metadata.name = Some(name.into());
         cm.data = key.map(|k| [("key".to_string(), k.to_string())].into());
-        Fake(cm, location)
+        Fake(cm, BackupSpec { location, ..BackupSpec::of_cluster("c") })
     }
 
     #[test]

@@ -3,8 +3,7 @@
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use statecraft_shared::backup::{BackupStatus, JobDeadline};
-use statecraft_shared::s3::S3Location;
+use statecraft_shared::backup::{BackupSpec, BackupStatus, HasBackupSpec};
 
 /// One snapshot of an EtcdCluster, taken from a healthy member (a follower when there is
 /// one) and streamed to S3 without touching a disk.
@@ -29,18 +28,21 @@ use statecraft_shared::s3::S3Location;
     {"rule": "self == oldSelf", "message": "spec of an EtcdBackup is immutable: create a new backup instead"}
 ]))]
 pub struct EtcdBackupSpec {
-    /// Name of the EtcdCluster, in the same namespace, to snapshot.
-    #[schemars(length(min = 1, max = 63))]
-    pub cluster_name: String,
-
-    /// Where to store the snapshot. Unset: the location of the cluster's backup policy
-    /// (spec.backup.location of the EtcdCluster).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<S3Location>,
-
-    /// How long the backup Job may run.
+    /// The cluster, the location and the Job deadline, as every backup resource has them.
     #[serde(flatten)]
-    pub deadline: JobDeadline,
+    pub backup: BackupSpec,
+}
+
+/// The shared controllers' view of the spec: the core it flattens, and a backup made of
+/// one (a scheduled backup).
+impl HasBackupSpec for EtcdBackup {
+    fn backup_spec(&self) -> &BackupSpec {
+        &self.spec.backup
+    }
+
+    fn from_backup_spec(backup: BackupSpec) -> Self {
+        EtcdBackup::new("", EtcdBackupSpec { backup })
+    }
 }
 
 /// Observed state of an EtcdBackup: the status every backup reports, and what only a

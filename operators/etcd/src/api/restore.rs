@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use statecraft_shared::backup::{BackupLocation, RestoreStatus};
+use statecraft_shared::backup::{RestoreSource, RestoreStatus};
 
 use super::cluster::EtcdClusterSpec;
 
@@ -33,14 +33,9 @@ use super::cluster::EtcdClusterSpec;
     }
 ]))]
 pub struct EtcdRestoreSpec {
-    /// Name of a succeeded EtcdBackup, in the same namespace, to restore. Exactly one of
-    /// backupName and location is set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backup_name: Option<String>,
-
-    /// An explicit snapshot object, when no EtcdBackup object describes it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<BackupLocation>,
+    /// The snapshot to restore (backupName or location), as every restore resource names it.
+    #[serde(flatten)]
+    pub source: RestoreSource,
 
     /// The cluster to create.
     pub target: RestoreTarget,

@@ -12,10 +12,9 @@ use kube::runtime::controller::Action;
 use statecraft_shared::Result;
 use statecraft_shared::backup::controller::{self, BackupResource, BackupTarget, Start, Stored};
 use statecraft_shared::backup::job::ObjectReport;
-use statecraft_shared::backup::{BackupPolicy, BackupStatus, JobDeadline};
+use statecraft_shared::backup::{BackupPolicy, BackupStatus};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::runner::{Operator, Runtime};
-use statecraft_shared::s3::S3Location;
 
 use super::Context;
 use crate::EtcdOperator;
@@ -48,18 +47,6 @@ impl BackupResource for EtcdBackup {
 
     fn runtime(ctx: &Context) -> &Runtime {
         &ctx.rt
-    }
-
-    fn cluster_name(&self) -> &str {
-        &self.spec.cluster_name
-    }
-
-    fn location(&self) -> Option<&S3Location> {
-        self.spec.location.as_ref()
-    }
-
-    fn deadline(&self) -> &JobDeadline {
-        &self.spec.deadline
     }
 
     fn policy(cluster: &EtcdCluster) -> Option<&BackupPolicy> {
@@ -128,7 +115,7 @@ impl BackupResource for EtcdBackup {
     }
 
     fn finished(&self, ctx: &Context, _status: &EtcdBackupStatus, succeeded: bool) {
-        ctx.metrics.record_backup(&self.spec.cluster_name, succeeded, Utc::now().timestamp());
+        ctx.metrics.record_backup(&self.spec.backup.cluster_name, succeeded, Utc::now().timestamp());
     }
 }
 

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::controller::Action;
-use statecraft_shared::backup::BackupLocation;
 use statecraft_shared::backup::controller::POLL;
 use statecraft_shared::backup::restore::{self, Progress, RestoreResource, Source, Wait};
+use statecraft_shared::backup::{BackupLocation, RestoreSource};
 use statecraft_shared::names::check_cluster_name;
 use statecraft_shared::status::{ConditionType, is_true};
 use statecraft_shared::{Error, Result};
@@ -39,12 +39,8 @@ impl RestoreResource for EtcdRestore {
     const RESTORED_BY_ANNOTATION: &'static str = RESTORED_BY_ANNOTATION;
     const BACKUP_KIND: &'static str = "EtcdBackup";
 
-    fn backup_name(&self) -> Option<&str> {
-        self.spec.backup_name.as_deref()
-    }
-
-    fn location(&self) -> Option<&BackupLocation> {
-        self.spec.location.as_ref()
+    fn restore_source(&self) -> &RestoreSource {
+        &self.spec.source
     }
 
     fn target_name(&self) -> &str {
@@ -140,8 +136,7 @@ mod tests {
         let restore = EtcdRestore::new(
             "r1",
             EtcdRestoreSpec {
-                backup_name: Some("nightly".into()),
-                location: None,
+                source: RestoreSource { backup_name: Some("nightly".into()), location: None },
                 target: RestoreTarget { name: "restored".into(), spec: spec() },
             },
         );

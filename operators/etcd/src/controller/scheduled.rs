@@ -7,10 +7,9 @@
 use chrono::{DateTime, Utc};
 use statecraft_shared::Result;
 use statecraft_shared::backup::scheduled::{self, ScheduledBackup};
-use statecraft_shared::s3::S3Location;
 
 use super::Context;
-use crate::api::{EtcdBackup, EtcdBackupSpec, EtcdCluster};
+use crate::api::{EtcdBackup, EtcdCluster};
 use crate::build::jobs::CLUSTER_LABEL;
 
 /// Label on the EtcdBackups the schedule creates.
@@ -19,17 +18,6 @@ pub const SCHEDULED_LABEL: &str = "etcd.statecraft.io/scheduled";
 impl ScheduledBackup for EtcdBackup {
     const CLUSTER_LABEL: &'static str = CLUSTER_LABEL;
     const SCHEDULED_LABEL: &'static str = SCHEDULED_LABEL;
-
-    fn of_cluster(cluster: &str) -> Self {
-        EtcdBackup::new(
-            "",
-            EtcdBackupSpec { cluster_name: cluster.to_string(), location: None, deadline: Default::default() },
-        )
-    }
-
-    fn location(&self) -> Option<&S3Location> {
-        self.spec.location.as_ref()
-    }
 
     /// The key the controller chose when it started the Job (none before).
     fn object_key(&self) -> Option<String> {
@@ -49,18 +37,18 @@ pub async fn run(ctx: &Context, cluster: &EtcdCluster, last: &mut Option<DateTim
 mod tests {
     use super::*;
     use crate::api::EtcdBackupStatus;
-    use statecraft_shared::backup::BackupStatus;
+    use statecraft_shared::backup::{BackupSpec, BackupStatus, HasBackupSpec};
 
     #[test]
     fn a_backup_is_known_by_the_key_its_status_records() {
-        let mut b = EtcdBackup::of_cluster("main");
-        assert_eq!(b.spec.cluster_name, "main");
+        let mut b = EtcdBackup::from_backup_spec(BackupSpec::of_cluster("main"));
+        assert_eq!(b.spec.backup.cluster_name, "main");
         assert_eq!(b.object_key(), None, "not started");
         b.status = Some(EtcdBackupStatus {
             common: BackupStatus { key: Some("main/k.db".into()), ..Default::default() },
             ..Default::default()
         });
         assert_eq!(b.object_key().as_deref(), Some("main/k.db"));
-        assert_eq!(b.location(), None);
+        assert_eq!(b.spec.backup.location, None);
     }
 }

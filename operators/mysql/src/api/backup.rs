@@ -3,8 +3,7 @@
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use statecraft_shared::backup::{BackupStatus, JobDeadline};
-use statecraft_shared::s3::S3Location;
+use statecraft_shared::backup::{BackupSpec, BackupStatus, HasBackupSpec};
 
 /// One backup of a MySQLCluster: a logical dump taken from a replica (or the primary of a
 /// one-server cluster) and streamed to S3.
@@ -28,18 +27,21 @@ use statecraft_shared::s3::S3Location;
     {"rule": "self == oldSelf", "message": "spec of a MySQLBackup is immutable: create a new backup instead"}
 ]))]
 pub struct MySQLBackupSpec {
-    /// Name of the MySQLCluster, in the same namespace, to back up.
-    #[schemars(length(min = 1, max = 63))]
-    pub cluster_name: String,
-
-    /// Where to store the backup. Unset: the location of the cluster's backup policy
-    /// (spec.backup.location of the MySQLCluster).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<S3Location>,
-
-    /// How long the backup Job may run.
+    /// The cluster, the location and the Job deadline, as every backup resource has them.
     #[serde(flatten)]
-    pub deadline: JobDeadline,
+    pub backup: BackupSpec,
+}
+
+/// The shared controllers' view of the spec: the core it flattens, and a backup made of
+/// one (a scheduled backup).
+impl HasBackupSpec for MySQLBackup {
+    fn backup_spec(&self) -> &BackupSpec {
+        &self.spec.backup
+    }
+
+    fn from_backup_spec(backup: BackupSpec) -> Self {
+        MySQLBackup::new("", MySQLBackupSpec { backup })
+    }
 }
 
 /// Observed state of a MySQLBackup: the status every backup reports, and what only a

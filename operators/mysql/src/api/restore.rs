@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use statecraft_shared::backup::{BackupLocation, JobDeadline, RestoreStatus};
+use statecraft_shared::backup::{JobDeadline, RestoreSource, RestoreStatus};
 
 use super::cluster::MySQLClusterSpec;
 
@@ -37,14 +37,9 @@ use super::cluster::MySQLClusterSpec;
     }
 ]))]
 pub struct MySQLRestoreSpec {
-    /// Name of a succeeded MySQLBackup, in the same namespace, to restore from. Exactly one
-    /// of backupName and location is set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backup_name: Option<String>,
-
-    /// An explicit backup object to restore from, when no MySQLBackup object describes it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<BackupLocation>,
+    /// The backup to restore (backupName or location), as every restore resource names it.
+    #[serde(flatten)]
+    pub source: RestoreSource,
 
     /// Roll forward with archived binary logs up to this time (RFC 3339, e.g.
     /// `2026-01-31T12:00:00Z`): transactions committed before it are restored, later ones

@@ -13,10 +13,9 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::backup::controller::{self, BackupResource, BackupTarget, Start, Stored};
 use statecraft_shared::backup::job::{ObjectReport, is_running};
-use statecraft_shared::backup::{BackupPolicy, BackupStatus, JobDeadline};
+use statecraft_shared::backup::{BackupPolicy, BackupStatus};
 use statecraft_shared::deploy::operator_image;
 use statecraft_shared::runner::{Operator, Runtime};
-use statecraft_shared::s3::S3Location;
 use statecraft_shared::{Error, Result};
 
 use super::Context;
@@ -72,18 +71,6 @@ impl BackupResource for MySQLBackup {
         &ctx.rt
     }
 
-    fn cluster_name(&self) -> &str {
-        &self.spec.cluster_name
-    }
-
-    fn location(&self) -> Option<&S3Location> {
-        self.spec.location.as_ref()
-    }
-
-    fn deadline(&self) -> &JobDeadline {
-        &self.spec.deadline
-    }
-
     fn policy(cluster: &MySQLCluster) -> Option<&BackupPolicy> {
         cluster.spec.backup.as_ref()
     }
@@ -101,7 +88,7 @@ impl BackupResource for MySQLBackup {
     }
 
     fn validate(&self) -> Result<()> {
-        validate_backup(&self.spec)
+        validate_backup(&self.spec.backup)
     }
 
     async fn start(
@@ -211,7 +198,7 @@ impl BackupResource for MySQLBackup {
     }
 
     fn finished(&self, ctx: &Context, status: &MySQLBackupStatus, succeeded: bool) {
-        ctx.servers.backup_finished(&self.spec.cluster_name, succeeded);
+        ctx.servers.backup_finished(&self.spec.backup.cluster_name, succeeded);
         self.seen_finished(ctx, status);
     }
 
@@ -219,7 +206,7 @@ impl BackupResource for MySQLBackup {
     /// from the newest success.
     fn seen_finished(&self, ctx: &Context, status: &MySQLBackupStatus) {
         if let Some(done) = status.common.completed_at().filter(|_| status.common.succeeded()) {
-            ctx.servers.backup_succeeded(&self.spec.cluster_name, done.timestamp());
+            ctx.servers.backup_succeeded(&self.spec.backup.cluster_name, done.timestamp());
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::api::{BinlogArchiveStatus, MySQLBackup};
 
 /// Where a backup is stored: its own location, else its cluster's policy's (`policy`).
 fn location_of<'a>(b: &'a MySQLBackup, policy: Option<&'a S3Location>) -> Option<&'a S3Location> {
-    b.spec.location.as_ref().or(policy)
+    b.spec.backup.location.as_ref().or(policy)
 }
 
 fn succeeded(b: &MySQLBackup) -> bool {
@@ -36,7 +36,7 @@ pub fn archive_since(
 ) -> Option<String> {
     backups
         .iter()
-        .filter(|b| b.spec.cluster_name == cluster && succeeded(b) && location_of(b, policy) == Some(location))
+        .filter(|b| b.spec.backup.cluster_name == cluster && succeeded(b) && location_of(b, policy) == Some(location))
         .filter_map(|b| {
             let s = b.status.as_ref()?;
             Some((time(s.common.completion_time.as_deref())?, s.gtid_position.clone()?))
@@ -91,7 +91,7 @@ pub fn covering_archive(
     let location = location_of(base, policy);
     backups
         .iter()
-        .filter(|b| b.spec.cluster_name == base.spec.cluster_name && succeeded(b))
+        .filter(|b| b.spec.backup.cluster_name == base.spec.backup.cluster_name && succeeded(b))
         .filter(|b| location_of(b, policy) == location)
         .filter_map(|b| {
             let archive = b.status.as_ref()?.binlogs.clone()?;
@@ -107,7 +107,7 @@ pub fn covering_archive(
         .ok_or_else(|| {
             NoReplay::Wait(format!(
                 "no backup of {} has archived the binary logs from {name}'s position {start} up to {} yet; the next backup taken after that time will",
-                base.spec.cluster_name,
+                base.spec.backup.cluster_name,
                 at.to_rfc3339()
             ))
         })
@@ -117,7 +117,7 @@ pub fn covering_archive(
 mod tests {
     use super::*;
     use crate::api::{MySQLBackupSpec, MySQLBackupStatus};
-    use statecraft_shared::backup::BackupStatus;
+    use statecraft_shared::backup::{BackupSpec, BackupStatus};
     use statecraft_shared::s3::S3CredentialsSecretRef;
 
     fn store(bucket: &str) -> S3Location {
@@ -125,10 +125,7 @@ mod tests {
     }
 
     fn backup(name: &str, done: &str, gtid: &str, archive: Option<(&str, &str)>) -> MySQLBackup {
-        let mut b = MySQLBackup::new(
-            name,
-            MySQLBackupSpec { cluster_name: "db".into(), location: None, deadline: Default::default() },
-        );
+        let mut b = MySQLBackup::new(name, MySQLBackupSpec { backup: BackupSpec::of_cluster("db") });
         b.status = Some(MySQLBackupStatus {
             common: BackupStatus {
                 phase: Some(SUCCEEDED.into()),
@@ -195,7 +192,7 @@ mod tests {
         let other_store = covering_archive(&backups, &backups[0], t("2026-11-30T01:30:00Z"), Some(&store("x")));
         assert!(other_store.is_ok(), "every backup follows the same policy");
         let mut moved = backups.clone();
-        moved[1].spec.location = Some(store("x"));
+        moved[1].spec.backup.location = Some(store("x"));
         let r = covering_archive(&moved, &moved[0], t("2026-11-30T01:30:00Z"), Some(&policy));
         assert!(matches!(r, Err(NoReplay::Wait(_))), "an archive in another store is not used: {r:?}");
     }

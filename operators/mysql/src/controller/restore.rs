@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use kube::runtime::controller::Action;
-use statecraft_shared::backup::BackupLocation;
+use statecraft_shared::backup::RestoreSource;
 use statecraft_shared::backup::controller::{JobOutcome, POLL, observe_job};
 use statecraft_shared::backup::restore::{self, Progress, RestoreResource, Source, Wait};
 use statecraft_shared::deploy::operator_image;
@@ -57,12 +57,8 @@ impl RestoreResource for MySQLRestore {
     const RESTORED_BY_ANNOTATION: &'static str = RESTORED_BY_ANNOTATION;
     const BACKUP_KIND: &'static str = "MySQLBackup";
 
-    fn backup_name(&self) -> Option<&str> {
-        self.spec.backup_name.as_deref()
-    }
-
-    fn location(&self) -> Option<&BackupLocation> {
-        self.spec.location.as_ref()
+    fn restore_source(&self) -> &RestoreSource {
+        &self.spec.source
     }
 
     fn target_name(&self) -> &str {
@@ -197,12 +193,12 @@ async fn point_in_time(
     let listed = backups.list(&Default::default()).await.map_err(|e| Error::kube("listing the backups", e))?;
     // Backups without a location of their own are in the store the base's was resolved to
     // (its cluster's policy) when the base has none either.
-    let policy = if base.spec.location.is_none() {
+    let policy = if base.spec.backup.location.is_none() {
         Some(location.clone())
     } else {
         let clusters: Api<MySQLCluster> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
         clusters
-            .get_opt(&base.spec.cluster_name)
+            .get_opt(&base.spec.backup.cluster_name)
             .await
             .map_err(|e| Error::kube("reading the backed-up cluster", e))?
             .and_then(|c| c.spec.backup.map(|b| b.location))

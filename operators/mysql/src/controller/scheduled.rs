@@ -8,11 +8,10 @@ use chrono::{DateTime, Utc};
 use statecraft_shared::Result;
 use statecraft_shared::backup::created_at;
 use statecraft_shared::backup::scheduled::{self, ScheduledBackup};
-use statecraft_shared::s3::S3Location;
 
 use super::Context;
 use super::backup::object_key;
-use crate::api::{MySQLBackup, MySQLBackupSpec, MySQLCluster};
+use crate::api::{MySQLBackup, MySQLCluster};
 use crate::backup::binlog_prefix;
 use crate::build::jobs::CLUSTER_LABEL;
 
@@ -23,21 +22,10 @@ impl ScheduledBackup for MySQLBackup {
     const CLUSTER_LABEL: &'static str = CLUSTER_LABEL;
     const SCHEDULED_LABEL: &'static str = SCHEDULED_LABEL;
 
-    fn of_cluster(cluster: &str) -> Self {
-        MySQLBackup::new(
-            "",
-            MySQLBackupSpec { cluster_name: cluster.to_string(), location: None, deadline: Default::default() },
-        )
-    }
-
-    fn location(&self) -> Option<&S3Location> {
-        self.spec.location.as_ref()
-    }
-
     /// Known from the creation time alone: the key is fixed before the dump runs.
     fn object_key(&self) -> Option<String> {
         let created = created_at(&self.metadata)?;
-        Some(object_key(&self.spec.cluster_name, self.metadata.name.as_deref()?, created))
+        Some(object_key(&self.spec.backup.cluster_name, self.metadata.name.as_deref()?, created))
     }
 
     /// The binary logs archived with the backup: they roll the previous backup forward,
@@ -60,16 +48,17 @@ mod tests {
     use chrono::TimeZone;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
+    use statecraft_shared::backup::{BackupSpec, HasBackupSpec};
 
     #[test]
     fn a_backup_knows_its_object_key_from_its_creation_time() {
-        let mut b = MySQLBackup::of_cluster("db");
+        let mut b = MySQLBackup::from_backup_spec(BackupSpec::of_cluster("db"));
         assert_eq!(b.object_key(), None, "not created yet");
         let t = Utc.with_ymd_and_hms(2026, 11, 30, 3, 0, 1).unwrap();
         b.metadata.name = Some("db-20261130-0300".into());
         b.metadata.creation_timestamp = Some(Time(Timestamp::from_second(t.timestamp()).unwrap()));
         assert_eq!(b.object_key().as_deref(), Some("db/20261130T030001Z-db-20261130-0300.sql"));
-        assert_eq!(b.location(), None);
+        assert_eq!(b.spec.backup.location, None);
         let key = b.object_key().unwrap();
         assert_eq!(
             MySQLBackup::companion_prefix(&key).as_deref(),

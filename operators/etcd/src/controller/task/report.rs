@@ -91,7 +91,7 @@ async fn last_backup(ctx: &Context, cluster: &str) -> Result<Option<(String, i64
     Ok(list
         .items
         .iter()
-        .filter(|b| b.spec.cluster_name == cluster)
+        .filter(|b| b.spec.backup.cluster_name == cluster)
         .filter_map(|b| {
             let status = b.status.as_ref().map(|s| &s.common).filter(|s| s.succeeded())?;
             let completed = chrono::DateTime::parse_from_rfc3339(status.completion_time.as_deref()?).ok()?;

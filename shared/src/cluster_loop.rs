@@ -72,13 +72,19 @@ pub trait ClusterLoop: Send + 'static {
     type Observation: Send + Sync;
     /// What the decision asks for.
     type Decision: Send + Sync;
-    /// What `act` did that `report` needs (e.g. the step a rolling upgrade took).
-    type Done: Send + Sync;
+    /// What `act` did that `report` needs (e.g. the step a rolling upgrade took); its
+    /// default is what a pass that did not act reports.
+    type Done: Default + Send + Sync;
 
     /// The loop's word in logs: "clustering", "membership".
     const NAME: &'static str;
     /// Time between passes when nothing happened.
     const INTERVAL: Duration;
+
+    /// Whether the cluster is paused (`spec.paused`): it is observed, decided on and
+    /// reported as always, but [`act`](Self::act) is not called, so nothing changes
+    /// (no operation, no roll, no scheduled backup, no resize) until it is unpaused.
+    fn paused(cluster: &Self::Cluster) -> bool;
 
     /// Reads what Kubernetes and the servers show. `None`: nothing to decide on yet (e.g.
     /// the reconciler has not created the objects the pass needs); the pass ends there.
@@ -191,9 +197,13 @@ async fn pass<L: ClusterLoop>(rt: &Runtime, task: &mut L, name: &str, uid: &str)
     let decision = task.decide(&cluster, &observation);
     let current = cluster.status();
     let mut status = current.cloned().unwrap_or_default();
-    // Everything `act` does is the leader's alone: not after a pause past the Lease.
-    rt.leadership.check()?;
-    let acted = task.act(&cluster, &observation, &decision, &mut status).await?;
+    let acted = if L::paused(&cluster) {
+        Acted { next: Next::Later, done: L::Done::default() }
+    } else {
+        // Everything `act` does is the leader's alone: not after a pause past the Lease.
+        rt.leadership.check()?;
+        task.act(&cluster, &observation, &decision, &mut status).await?
+    };
     task.report(&cluster, &observation, &decision, &acted.done, &mut status).await?;
     // What this pass saw is written only by a replica that still leads.
     rt.leadership.check()?;

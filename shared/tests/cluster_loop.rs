@@ -60,6 +60,10 @@ impl ClusterLoop for Copier {
     // Long enough that a prompt second pass can only come from a wake.
     const INTERVAL: Duration = Duration::from_secs(30);
 
+    fn paused(echo: &Echo) -> bool {
+        echo.spec.paused
+    }
+
     async fn observe(&mut self, echo: &Echo) -> Result<Option<String>> {
         self.seen.lock().expect("seen").observed += 1;
         Ok(Some(echo.spec.message.clone()))
@@ -127,7 +131,7 @@ async fn setup(ns: &str) -> TestResult<(ApiServer, Client)> {
 }
 
 async fn create_echo(client: &Client, ns: &str, name: &str, message: &str) -> TestResult<Echo> {
-    let echo = Echo::new(name, EchoSpec { message: message.into(), extra: false });
+    let echo = Echo::new(name, EchoSpec { message: message.into(), extra: false, paused: false });
     Ok(Api::<Echo>::namespaced(client.clone(), ns).create(&PostParams::default(), &echo).await?)
 }
 
@@ -209,5 +213,45 @@ async fn a_replica_that_does_not_lead_observes_but_neither_acts_nor_writes_the_s
     let echo = Api::<Echo>::namespaced(client.clone(), ns).get("two").await?;
     assert_eq!(ready_message(&echo), None, "no status from a replica that does not lead");
     assert!(Api::<ConfigMap>::namespaced(client, ns).get_opt("two-seen").await?.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_paused_cluster_is_observed_and_reported_but_not_acted_on_until_unpaused() -> TestResult {
+    let ns = "paused";
+    let (_server, client) = setup(ns).await?;
+    let echoes: Api<Echo> = Api::namespaced(client.clone(), ns);
+    let spec = EchoSpec { message: "hello".into(), extra: false, paused: true };
+    let echo = echoes.create(&PostParams::default(), &Echo::new("three", spec)).await?;
+    let uid = echo.uid().ok_or("no uid")?;
+    let rt = Arc::new(Runtime::new(client.clone(), ns.into(), "statecraft-echo", "op-c".into())?);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let loops = Loops::<Echo>::new(rt, CancellationToken::new());
+    let make = {
+        let (client, seen) = (client.clone(), seen.clone());
+        move || Copier { client: client.clone(), namespace: ns.into(), seen: seen.clone() }
+    };
+    loops.ensure("three", &uid, make.clone());
+
+    // Reported (what a pass that did not act reports), but not acted on.
+    let message = eventually(Duration::from_secs(10), "the paused pass's status", || async {
+        ready_message(&echoes.get("three").await.ok()?)
+    })
+    .await?;
+    assert_eq!(message, "copied HELLO in pass 0");
+    assert_eq!(seen.lock().map_err(|_| "poisoned")?.acted, 0, "a paused cluster is not acted on");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    assert!(cms.get_opt("three-seen").await?.is_none());
+
+    // Unpaused (and woken, as the reconciler does on every change): the next pass acts.
+    let patch = serde_json::json!({"spec": {"paused": false}});
+    echoes.patch("three", &Default::default(), &kube::api::Patch::Merge(&patch)).await?;
+    loops.ensure("three", &uid, make);
+    let message = eventually(Duration::from_secs(10), "the unpaused pass's status", || async {
+        ready_message(&echoes.get("three").await.ok()?).filter(|m| m.ends_with("pass 1"))
+    })
+    .await?;
+    assert_eq!(message, "copied HELLO in pass 1");
+    assert!(cms.get_opt("three-seen").await?.is_some(), "acted once unpaused");
     Ok(())
 }

@@ -51,6 +51,10 @@ pub struct EchoSpec {
     /// Also create `<name>-extra`.
     #[serde(default)]
     pub extra: bool,
+    /// Read by the library's per-cluster loop tests (`ClusterLoop::paused`); the echo
+    /// operator's own reconcile ignores it.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 /// Observed state of an Echo.

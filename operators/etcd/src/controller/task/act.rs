@@ -48,7 +48,7 @@ pub async fn act(
     let name = &names.cluster;
     let mut next = Next::Later;
     let mut roll = None;
-    if let Some(valid) = o.valid.as_ref().filter(|_| !cluster.spec.paused) {
+    if let Some(valid) = &o.valid {
         // The ConfigMap follows the member list; while no member answers it is left as it
         // is (a cluster whose members are all down must not be bootstrapped again).
         let membership = plan::initial_cluster(names, &o.observed);
@@ -79,7 +79,6 @@ pub async fn act(
     }
     // Scheduled snapshots need a valid spec and a cluster that can serve one.
     if o.valid.is_some()
-        && !cluster.spec.paused
         && o.leader.is_some()
         && let Err(e) = scheduled::run(ctx, cluster, &mut memory.backup_slot).await
     {

@@ -77,6 +77,10 @@ impl ClusterLoop for Membership {
     const NAME: &'static str = "membership";
     const INTERVAL: Duration = PASS_INTERVAL;
 
+    fn paused(cluster: &EtcdCluster) -> bool {
+        cluster.spec.paused
+    }
+
     async fn observe(&mut self, cluster: &EtcdCluster) -> Result<Option<Observation>> {
         let observation = observe::observe(&self.ctx, cluster).await?;
         plan::remember(&mut self.memory.plan, &observation.observed);

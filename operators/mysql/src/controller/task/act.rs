@@ -95,7 +95,6 @@ pub async fn act(
     let mut roll = None;
     if decision.operation == Operation::Nothing
         && o.valid.is_some()
-        && !cluster.spec.paused
         && o.observed.replicas > 0
         && cluster.spec.upgrade_strategy.type_ == UpgradeStrategyType::ReplicasFirst
     {
@@ -120,7 +119,6 @@ pub async fn act(
 
     // Scheduled backups need a valid spec and a cluster that can serve a dump.
     if o.valid.is_some()
-        && !cluster.spec.paused
         && matches!(decision.health, Health::Healthy | Health::Degraded)
         && let Err(e) = scheduled::run(ctx, cluster, &mut memory.backup_slot).await
     {

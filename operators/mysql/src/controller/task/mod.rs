@@ -84,6 +84,10 @@ impl ClusterLoop for Clustering {
     const NAME: &'static str = "clustering";
     const INTERVAL: Duration = PASS_INTERVAL;
 
+    fn paused(cluster: &MySQLCluster) -> bool {
+        cluster.spec.paused
+    }
+
     async fn observe(&mut self, cluster: &MySQLCluster) -> Result<Option<Observation>> {
         observe::observe(&self.ctx, cluster, &mut self.memory).await
     }

@@ -10,11 +10,27 @@
 # e2e/tests/manifests_up_to_date.rs fails when these files are stale.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
+
+# write FILE CMD...: replaces FILE with CMD's output only when CMD succeeds, in one rename,
+# so that a build that fails (or a second run at the same time) never leaves an empty or
+# half-written file behind.
+write() {
+  local file="$1" tmp
+  shift
+  tmp="$(mktemp "$file.XXXXXX")"
+  if "$@" > "$tmp"; then
+    chmod 0644 "$tmp" && mv "$tmp" "$file"
+  else
+    rm -f "$tmp"
+    return 1
+  fi
+}
+
 for op in mysql kafka etcd; do
-  cargo run -q --locked -p "statecraft-$op" -- crd > "crds/$op.yaml"
   mkdir -p "deploy/$op"
-  cargo run -q --locked -p "statecraft-$op" -- manifests --namespace statecraft-system > "deploy/$op/operator.yaml"
-  cargo run -q --locked -p "statecraft-$op" -- capabilities > "deploy/$op/capabilities.json"
-  cargo run -q --locked -p "statecraft-$op" -- sample-objects > "deploy/$op/sample-objects.yaml"
+  write "crds/$op.yaml" cargo run -q --locked -p "statecraft-$op" -- crd
+  write "deploy/$op/operator.yaml" cargo run -q --locked -p "statecraft-$op" -- manifests --namespace statecraft-system
+  write "deploy/$op/capabilities.json" cargo run -q --locked -p "statecraft-$op" -- capabilities
+  write "deploy/$op/sample-objects.yaml" cargo run -q --locked -p "statecraft-$op" -- sample-objects
   log "crds/$op.yaml deploy/$op/{operator.yaml,capabilities.json,sample-objects.yaml}"
 done

@@ -14,10 +14,13 @@ cd "$ROOT"
 # write FILE CMD...: replaces FILE with CMD's output only when CMD succeeds, in one rename,
 # so that a build that fails (or a second run at the same time) never leaves an empty or
 # half-written file behind.
+TMP=""
+trap 'rm -f "$TMP"' EXIT
 write() {
-  local file="$1" tmp
+  local file="$1"
   shift
-  tmp="$(mktemp "$file.XXXXXX")"
+  TMP="$(mktemp "$file.XXXXXX")"
+  local tmp="$TMP"
   if "$@" > "$tmp"; then
     chmod 0644 "$tmp" && mv "$tmp" "$file"
   else

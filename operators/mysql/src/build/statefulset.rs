@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, Lifecycle,
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, Lifecycle,
     LifecycleHandler, PodSecurityContext, PodSpec, Probe, SeccompProfile, Volume, VolumeMount,
 };
 
@@ -34,29 +34,6 @@ fn exec_probe(script: &str, period: i32, timeout: i32, failures: i32) -> Probe {
         period_seconds: Some(period),
         timeout_seconds: Some(timeout),
         failure_threshold: Some(failures),
-        ..Default::default()
-    }
-}
-
-/// The opt-in init container of `spec.storage.fixOwnership`: root with only CAP_CHOWN,
-/// giving the volume's root directory to the server's user when it is not already its.
-fn ownership_fix(image: &str) -> Container {
-    let mut security = restricted_container();
-    security.run_as_user = Some(0);
-    security.run_as_group = Some(0);
-    security.run_as_non_root = Some(false);
-    security.capabilities = Some(Capabilities { add: Some(vec!["CHOWN".into()]), drop: Some(vec!["ALL".into()]) });
-    Container {
-        name: "fix-ownership".into(),
-        image: Some(image.into()),
-        image_pull_policy: Some("IfNotPresent".into()),
-        command: Some(vec![
-            "/bin/sh".into(),
-            "-c".into(),
-            format!("[ \"$(stat -c %u {DATA_MOUNT})\" = {MYSQL_UID} ] || chown {MYSQL_UID}:{MYSQL_UID} {DATA_MOUNT}"),
-        ]),
-        volume_mounts: Some(vec![mount(DATA_VOLUME, DATA_MOUNT, false)]),
-        security_context: Some(security),
         ..Default::default()
     }
 }
@@ -131,7 +108,10 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         ..Default::default()
     };
     let pod = PodSpec {
-        init_containers: spec.storage.fix_ownership.then(|| vec![ownership_fix(&valid.image)]),
+        init_containers: spec
+            .storage
+            .fix_ownership
+            .then(|| vec![set::ownership_fix(&valid.image, DATA_MOUNT, MYSQL_UID)]),
         containers: vec![container],
         // A clean InnoDB shutdown of a busy server takes a while.
         termination_grace_period_seconds: Some(120),

@@ -160,3 +160,19 @@ impl Operator for EtcdOperator {
 /// The sample EtcdCluster of [`EtcdOperator::sample_objects`] (3 members with resources
 /// set, as in production).
 pub const SAMPLE: &str = include_str!("sample.yaml");
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResourceExt;
+    use statecraft_shared::testing::crd::undescribed;
+
+    use super::*;
+
+    #[test]
+    fn every_field_has_a_description() {
+        for crd in [EtcdCluster::crd(), EtcdBackup::crd(), EtcdRestore::crd()] {
+            let missing = undescribed(&crd);
+            assert!(missing.is_empty(), "{}: no description: {missing:#?}", crd.metadata.name.unwrap_or_default());
+        }
+    }
+}

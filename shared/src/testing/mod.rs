@@ -3,9 +3,11 @@
 //! real S3 server. Each is started on free loopback ports in its own temporary directory
 //! and stopped when dropped, so tests never share state. [`echo`] is the smallest operator
 //! built from the library, which its tests and the cluster checks run. [`monitoring`]
-//! checks an operator's alerts and dashboard against the metrics that really exist.
+//! checks an operator's alerts and dashboard against the metrics that really exist, and
+//! [`crd`] its CRDs' field descriptions.
 
 pub mod apiserver;
+pub mod crd;
 pub mod echo;
 pub mod monitoring;
 pub mod pki;

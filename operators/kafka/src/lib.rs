@@ -1,19 +1,32 @@
 //! The library half of `statecraft-kafka`: the Statecraft Kafka operator.
 //!
-//! The shared scaffolding (`run`, `crd`, `rbac`, leader election, endpoints) is in
-//! place; the Kafka resources and controllers are not written yet, so `crd` prints nothing
-//! and `run` stops with an error saying so rather than pretending to manage anything.
+//! - [`api`]: the custom resources of `kafka.statecraft.io/v1alpha1` — `KafkaCluster` and
+//!   `KafkaTopic` — with schema and CEL validation, printer columns and a description on
+//!   every field. `crd` prints them.
+//! - [`validate`]: the checks the schema cannot make, naming the field.
+//! - [`names`]: the names of a cluster's objects, and so the longest cluster name.
+//!
+//! The controllers are not written yet: `run` stops with an error saying so rather than
+//! pretending to manage anything.
 // No panics on what a user or the network controls: `make check` (clippy) refuses
 // unwrap, expect and panic outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod api;
+pub mod names;
+pub mod validate;
+
 use std::sync::Arc;
 
+use kube::CustomResourceExt;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use statecraft_shared::names::with_name_rule;
 use statecraft_shared::rbac::Rule;
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
+
+use api::{KafkaCluster, KafkaTopic};
 
 /// The operator, as the shared runner sees it.
 pub struct KafkaOperator;
@@ -22,7 +35,9 @@ impl Operator for KafkaOperator {
     const NAME: &'static str = "statecraft-kafka";
 
     fn crds() -> Vec<CustomResourceDefinition> {
-        Vec::new()
+        // A cluster's name must fit the names built from it (see `names`); a topic names no
+        // Kubernetes object.
+        vec![with_name_rule(KafkaCluster::crd(), names::MAX_CLUSTER_NAME), KafkaTopic::crd()]
     }
 
     fn rbac_rules() -> Vec<Rule> {
@@ -31,5 +46,76 @@ impl Operator for KafkaOperator {
 
     async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
         Err(Error::Permanent("the Kafka controllers are not implemented yet".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use statecraft_shared::testing::crd::undescribed;
+
+    fn crd_json<K: CustomResourceExt>() -> Value {
+        serde_json::to_value(K::crd()).unwrap()
+    }
+
+    #[test]
+    fn every_field_has_a_description() {
+        for crd in [KafkaCluster::crd(), KafkaTopic::crd()] {
+            let missing = undescribed(&crd);
+            assert!(missing.is_empty(), "{}: no description: {missing:#?}", crd.metadata.name.unwrap_or_default());
+        }
+    }
+
+    #[test]
+    fn crd_names_printer_columns_and_status() {
+        let columns = |crd: &Value| -> Vec<String> {
+            crd["spec"]["versions"][0]["additionalPrinterColumns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let cluster = crd_json::<KafkaCluster>();
+        assert_eq!(cluster["metadata"]["name"], "kafkaclusters.kafka.statecraft.io");
+        assert_eq!(cluster["spec"]["names"]["shortNames"], serde_json::json!(["kfc"]));
+        assert_eq!(
+            columns(&cluster),
+            ["Ready", "Phase", "Controllers", "Brokers", "Combined", "Active", "Version", "Bootstrap", "Age"]
+        );
+        let topic = crd_json::<KafkaTopic>();
+        assert_eq!(topic["metadata"]["name"], "kafkatopics.kafka.statecraft.io");
+        assert_eq!(topic["spec"]["names"]["shortNames"], serde_json::json!(["kft"]));
+        assert_eq!(columns(&topic), ["Cluster", "Topic", "Partitions", "Replicas", "Ready", "Age"]);
+        for crd in [cluster, topic] {
+            assert!(crd["spec"]["versions"][0]["subresources"]["status"].is_object());
+            assert_eq!(crd["spec"]["scope"], "Namespaced");
+        }
+    }
+
+    #[test]
+    fn every_rule_message_names_its_field() {
+        fn walk(node: &Value, out: &mut Vec<String>) {
+            match node {
+                Value::Object(map) => {
+                    for rule in map.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
+                        let text = rule.get("message").or_else(|| rule.get("messageExpression"));
+                        out.push(text.and_then(Value::as_str).unwrap_or_default().to_owned());
+                    }
+                    map.values().for_each(|v| walk(v, out));
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        for crd in KafkaOperator::crds() {
+            let mut messages = Vec::new();
+            walk(&serde_json::to_value(&crd).unwrap(), &mut messages);
+            assert!(messages.len() >= 5, "{messages:?}");
+            for message in messages {
+                assert!(["spec.", "metadata.name", "storage.size"].iter().any(|f| message.contains(f)), "{message}");
+            }
+        }
     }
 }

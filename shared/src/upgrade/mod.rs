@@ -68,7 +68,15 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use statecraft_shared::Result;
+//! use statecraft_shared::reason::Catalogue;
 //! use statecraft_shared::upgrade::{Action, Gate, Member, UpgradeGates, UpgradeProgress, next_step};
+//!
+//! /// The gates' reasons: the operator's catalogue (`operators/<op>/src/reason.rs`).
+//! #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+//! enum Gates {
+//!     ReplicaLagging,
+//! }
+//! impl Catalogue for Gates {}
 //!
 //! struct MysqlGates; // would hold a connection pool and the cluster's spec
 //!
@@ -83,7 +91,7 @@
 //!     }
 //!     async fn caught_up(&self, member: &Member) -> Result<Gate> {
 //!         // compare GTID sets with the primary
-//!         Ok(Gate::closed("ReplicaLagging", format!("{} is 12s behind", member.name)))
+//!         Ok(Gate::closed(Gates::ReplicaLagging, format!("{} is 12s behind", member.name)))
 //!     }
 //! }
 //!

@@ -18,7 +18,7 @@ use statecraft_shared::status::report_invalid_spec;
 use super::Context;
 use crate::api::EtcdCluster;
 use crate::build::{Names, pdb, services};
-use crate::validate::{ValidSpec, Version, check_version_change, validate, validate_name};
+use crate::validate::{ValidSpec, check_version_change, parse_version, validate, validate_name};
 
 /// How often a cluster is reconciled without any change (drift correction).
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
@@ -28,7 +28,7 @@ const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
 pub fn check(cluster: &EtcdCluster) -> Result<ValidSpec> {
     validate_name(&cluster.name_any())?;
     let valid = validate(&cluster.spec)?;
-    let observed = cluster.status.as_ref().and_then(|s| s.observed_version.as_deref()).and_then(Version::parse);
+    let observed = cluster.status.as_ref().and_then(|s| s.observed_version.as_deref()).and_then(parse_version);
     if let Some(running) = observed {
         check_version_change(&running, &valid.version)?;
     }

@@ -12,8 +12,14 @@
 // unwrap, expect and panic outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod admin;
 pub mod api;
+pub mod build;
 pub mod names;
+pub mod nodes;
+pub mod observed;
+pub mod reason;
+pub mod roll;
 pub mod validate;
 
 use std::sync::Arc;

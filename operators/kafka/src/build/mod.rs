@@ -1,0 +1,1 @@
+//! The objects of a cluster, built from its spec by pure functions (being written).

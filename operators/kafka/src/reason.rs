@@ -1,0 +1,36 @@
+//! The Kafka operator's reasons: every Event and condition reason it gives that the shared
+//! code does not ([`statecraft_shared::reason::Common`]). Each entry is the reason string
+//! itself, which users and alerts match on: never rename one. `docs/kafka.md` (section
+//! Reasons) explains each of them, and a test below keeps it complete.
+
+use statecraft_shared::reason::Catalogue;
+
+/// The reasons of the Kafka operator (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+pub enum Kafka {
+    // ---- the roll's gates (a wait: Progressing condition, Warning Event) ----
+    /// A controller's restart would leave fewer than a majority of the other voters caught
+    /// up with the leader.
+    QuorumNotCaughtUp,
+    /// The metadata quorum has no leader: no controller restarts until it has one.
+    NoActiveController,
+    /// A broker's restart would drop a partition below its min.insync.replicas.
+    WouldDropBelowMinIsr,
+    /// A partition is below its min.insync.replicas already and the broker holds one of its
+    /// replicas: restarting it would make things worse.
+    PartitionUnderMinIsr,
+    /// A broker is recovering its logs after an unclean stop: never restarted then.
+    BrokerRecovering,
+    /// Partitions are being reassigned: no roll starts or goes on during one.
+    ReassignmentInProgress,
+    /// A restarted broker is not registered and unfenced yet.
+    BrokerNotRunning,
+    /// A restarted controller is not a caught-up voter yet.
+    ControllerNotCaughtUp,
+    /// The roll waited longer than its deadline for a gate; it keeps waiting and says so.
+    RollStalled,
+    /// Preferred leaders are elected after a broker came back.
+    ElectLeaders,
+}
+
+impl Catalogue for Kafka {}

@@ -46,7 +46,7 @@ pub const APP_NAME: &str = "kafka";
 /// StatefulSet names ([`Names::pool`]): the pool's name (`<cluster>-broker`) takes the place
 /// of the cluster's there, and its headless Service has the same name, so pod `k` of the
 /// brokers is `<cluster>-broker-k`, reachable as `<cluster>-broker-k.<cluster>-broker.<ns>.svc`.
-/// No pool name is the prefix of another cluster's: no suffix ends another.
+/// No two clusters share a pool name: no pool suffix ends another.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Names {
     /// The cluster's name.

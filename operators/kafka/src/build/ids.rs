@@ -71,11 +71,24 @@ fn fnv1a_128(data: &[u8]) -> u128 {
     data.iter().fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME))
 }
 
-/// The directory id initial controller `node` of the cluster with `uid` is formatted with.
-/// The first byte is forced to `0b01xx_xxxx`: the text then starts with a letter between
-/// `Q` and `f` (never `-`), and the first 8 bytes are never zero (never reserved).
+/// SplitMix64's finalizer: every output bit depends on every input bit.
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The directory id initial controller `node` of the cluster with `uid` is formatted with:
+/// FNV-1a of both, spread by two Feistel rounds (FNV barely mixes the last bytes, so ids of
+/// neighbouring nodes would look alike; the rounds are a bijection, so distinct hashes stay
+/// distinct). The first byte is then forced to `0b01xx_xxxx`: the text starts with a letter
+/// between `Q` and `f` (never `-`), and the first 8 bytes are never zero (never reserved).
 pub fn directory_id(uid: &str, node: i32) -> String {
-    let mut bytes = fnv1a_128(format!("statecraft-kafka directory {uid} {node}").as_bytes()).to_be_bytes();
+    let hash = fnv1a_128(format!("statecraft-kafka directory {uid} {node}").as_bytes());
+    let (mut high, mut low) = ((hash >> 64) as u64, hash as u64);
+    low ^= mix64(high);
+    high ^= mix64(low);
+    let mut bytes = ((u128::from(high) << 64) | u128::from(low)).to_be_bytes();
     bytes[0] = (bytes[0] & 0x3f) | 0x40;
     kafka_uuid(bytes)
 }
@@ -126,6 +139,9 @@ mod tests {
                 assert_ne!(kafka_uuid(bytes), cluster_id(uid).unwrap());
                 assert!(seen.insert(id), "ids repeat");
             }
+            let (a, b) = (directory_id(uid, 0), directory_id(uid, 1));
+            let same = a.chars().zip(b.chars()).filter(|(x, y)| x == y).count();
+            assert!(same < 8, "neighbours look alike: {a} {b}");
         }
     }
 }

@@ -17,7 +17,7 @@
 //! without a restart), `bootstrapped` (a fact about the quorum, not the node's
 //! configuration) and the external addresses (learnt from the Services after they exist:
 //! one broker's address appearing must not roll the others; the spec's external listener
-//! is hashed instead).
+//! type and advertised addresses are hashed instead).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -198,7 +198,8 @@ pub fn template_hash(valid: &ValidCluster, names: &Names, role: NodeRole, data: 
         section(INITIAL_CONTROLLERS, data.get(INITIAL_CONTROLLERS).map_or("", String::as_str));
     }
     if is_broker(role) {
-        let external = valid.spec.listeners.external.as_ref().map(serde_json::to_string);
+        // What decides the address a broker advertises; not the Services' annotations.
+        let external = valid.spec.listeners.external.as_ref().map(|e| serde_json::to_string(&(e.type_, &e.advertised)));
         section("external", &external.and_then(|r| r.ok()).unwrap_or_default());
     }
     fnv1a_64(&content)

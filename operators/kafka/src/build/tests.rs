@@ -263,6 +263,12 @@ fn what_a_node_reads_at_start_changes_its_pools_template() {
     // Only brokers have the external listener.
     let external = build(with_external(separate(), "NodePort"));
     assert_ne!(hash(&base, NodeRole::Broker), hash(&external, NodeRole::Broker));
+    let mut moved = with_external(separate(), "NodePort");
+    moved.listeners.external.as_mut().unwrap().advertised[0].host = "kafka-1.example.org".into();
+    assert_ne!(hash(&external, NodeRole::Broker), hash(&build(moved), NodeRole::Broker));
+    let mut annotated = with_external(separate(), "NodePort");
+    annotated.listeners.external.as_mut().unwrap().service_annotations.insert("a".into(), "b".into());
+    assert_eq!(template(&external, NodeRole::Broker), template(&build(annotated), NodeRole::Broker));
     assert_eq!(template(&base, NodeRole::Controller), template(&external, NodeRole::Controller));
     let other_id = build_with(separate(), &Inputs { cluster_id: "AAAAAAAAAAAAAAAAAAAAAQ".into(), ..inputs() });
     assert_ne!(hash(&base, NodeRole::Controller), hash(&other_id, NodeRole::Controller));

@@ -174,6 +174,20 @@ fn combined_nodes_are_both_and_a_single_node_is_a_quorum_of_one() {
 }
 
 #[test]
+fn one_controller_serves_separate_brokers() {
+    let mut spec = separate();
+    spec.controllers.as_mut().unwrap().replicas = 1;
+    let o = build(spec);
+    let host = "events-controller-0.events-controller.prod.svc:9093";
+    for role in [NodeRole::Controller, NodeRole::Broker] {
+        assert_eq!(props(&o, role)["controller.quorum.bootstrap.servers"], host, "{role:?}");
+    }
+    assert_eq!(data(&o)[INITIAL_CONTROLLERS], format!("0@{host}:{}", ids::directory_id(UID, 0)));
+    assert_eq!(pool(&o, NodeRole::Controller).statefulset.spec.as_ref().unwrap().replicas, Some(1));
+    assert_eq!(props(&o, NodeRole::Broker)["default.replication.factor"], "3", "the brokers decide it");
+}
+
+#[test]
 fn the_config_map_holds_the_ids_the_script_and_the_flag() {
     let mut with = inputs();
     with.bootstrapped = true;

@@ -25,6 +25,8 @@ pub enum Kafka {
     ReassignmentInProgress,
     /// A restarted broker is not registered and unfenced yet.
     BrokerNotRunning,
+    /// A restarted broker runs but is not back in the ISR of every partition it hosts.
+    BrokerNotInSync,
     /// A restarted controller is not a caught-up voter yet.
     ControllerNotCaughtUp,
     /// The roll waited longer than its deadline for a gate; it keeps waiting and says so.

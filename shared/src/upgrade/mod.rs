@@ -1,6 +1,7 @@
 //! The ordered rolling-upgrade engine shared by the MySQL, Kafka and etcd operators.
 //!
-//! Every Statecraft system rolls its members one at a time, in the same order:
+//! Every Statecraft system rolls its members one at a time, in the same order within each
+//! phase (see [Roles](#roles)):
 //!
 //! 1. **unready members first**: restarting a member that is already broken cannot make the
 //!    cluster worse, and often fixes it;
@@ -36,11 +37,16 @@
 //! | etcd   | learner           | follower           | leader           |
 //! | Kafka  | broker (observer of the metadata quorum) | standby controller | active controller |
 //!
+//! [`Member::phase`] splits a roll into stages that run one after the other, whatever the
+//! members' readiness: every member of phase 0 is restarted before any of phase 1. MySQL
+//! and etcd leave every member at 0, so their unready members go first; Kafka puts its
+//! standby controllers in phase 0, the active controller in 1 and its brokers in 2, because
+//! it rolls the whole metadata quorum, the active controller last, before any broker (an
+//! unready broker must not jump ahead of a ready controller).
+//!
 //! [`Member::order`] breaks ties within a role (lower first), for systems that want a finer
-//! order, e.g. a Kafka operator that maps brokers and standby controllers both to
-//! [`Role::Follower`] but wants the controllers rolled first. Remaining ties are broken by
-//! name, comparing a trailing ordinal numerically (`db-2` before `db-10`) so that the order
-//! is deterministic and reads naturally in status and logs.
+//! order. Remaining ties are broken by name, comparing a trailing ordinal numerically (`db-2`
+//! before `db-10`) so that the order is deterministic and reads naturally in status and logs.
 //!
 //! # Revisions
 //!

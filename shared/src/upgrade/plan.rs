@@ -39,6 +39,11 @@ pub struct Member {
     pub name: String,
     /// The member's current role; it may change between reconciles (leader transfer).
     pub role: Role,
+    /// The stage of the roll the member belongs to: every member of a lower phase is
+    /// restarted before any member of a higher one, ready or not (Kafka rolls all its
+    /// controllers before its first broker, the active controller after every other one).
+    /// Leave at 0 for a system that rolls in one stage: then unready members go first.
+    pub phase: u32,
     /// Tie-breaker within a role: lower values restart first. Leave at 0 unless the system
     /// needs a finer order than [`Role`] gives.
     pub order: u32,
@@ -64,9 +69,10 @@ impl Member {
         !self.target_revision.is_empty() && self.current_revision != self.target_revision
     }
 
-    /// The key that orders restarts: unready first, then by role, then `order`, then name.
-    fn restart_key(&self) -> (bool, Role, u32) {
-        (self.ready, self.role, self.order)
+    /// The key that orders restarts: by phase, then unready first, then by role, then
+    /// `order`, then name.
+    fn restart_key(&self) -> (u32, bool, Role, u32) {
+        (self.phase, self.ready, self.role, self.order)
     }
 }
 
@@ -301,6 +307,22 @@ mod tests {
         let members = [brokers[0].clone(), brokers[1].clone(), controller];
         let plan = plan(&members, &UpgradeProgress::default()).expect("valid members");
         assert_eq!(plan.restart_order(), ["ctrl-1", "broker-2", "broker-10"]);
+    }
+
+    #[test]
+    fn a_lower_phase_goes_first_even_when_a_higher_one_is_unready() {
+        let mut standby = member("ctrl-1", Role::Follower, true, "v1");
+        let mut active = member("ctrl-0", Role::Leader, false, "v1");
+        active.phase = 1;
+        let mut broken = member("broker-1", Role::Learner, false, "v1");
+        broken.phase = 2;
+        let mut broker = member("broker-0", Role::Learner, true, "v1");
+        broker.phase = 2;
+        let unready_standby = member("ctrl-2", Role::Follower, false, "v1");
+        standby.order = 1;
+        let members = [broker, broken, active, standby, unready_standby];
+        let plan = plan(&members, &UpgradeProgress::default()).expect("valid members");
+        assert_eq!(plan.restart_order(), ["ctrl-2", "ctrl-1", "ctrl-0", "broker-1", "broker-0"]);
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub fn members(sts: &StatefulSet, names: &Names, observed: &Observed) -> Vec<Mem
             Member {
                 name: names.member(*ordinal),
                 role,
+                phase: 0,
                 order: *ordinal,
                 ready: pod.ready && answers,
                 current_revision: pod.revision.clone().unwrap_or_default(),

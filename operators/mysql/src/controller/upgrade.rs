@@ -40,6 +40,7 @@ pub fn members(
             Some(Member {
                 name,
                 role: if primary == Some(ordinal) { UpgradeRole::Leader } else { UpgradeRole::Follower },
+                phase: 0,
                 order: ordinal,
                 ready,
                 current_revision: p.labels().get(REVISION_LABEL).cloned().unwrap_or_default(),

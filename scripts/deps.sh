@@ -36,3 +36,4 @@ command -v go >/dev/null || { echo "go not found: install Go 1.24 or newer first
 "$ROOT/scripts/build-kube.sh"
 "$ROOT/scripts/build-porcupine.sh"
 "$ROOT/scripts/install-s3-server.sh"
+"$ROOT/scripts/install-kafka-jars.sh" >/dev/null

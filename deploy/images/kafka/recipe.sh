@@ -1,7 +1,7 @@
-# docker.io/apache/kafka: Apache Kafka (KRaft) from Maven Central jars (pom.xml, resolved with
-# mvn dependency:copy-dependencies) on Debian's openjdk-17-jre-headless. Layout like the
-# official image: /opt/kafka/{bin,config,libs}, user kafka = uid/gid 1000 (the official
-# image's appuser is 1000 too), data in /var/lib/kafka/data.
+# docker.io/apache/kafka: Apache Kafka (KRaft) from Maven Central jars (pom.xml, resolved by
+# scripts/install-kafka-jars.sh with mvn dependency:copy-dependencies) on Debian's
+# openjdk-17-jre-headless. Layout like the official image: /opt/kafka/{bin,config,libs}, user
+# kafka = uid/gid 1000 (the official image's appuser is 1000 too), data in /var/lib/kafka/data.
 BASE=debian
 CMD=(/opt/kafka/bin/kafka-server-start /opt/kafka/config/server.properties)
 USER_ID=1000:1000
@@ -13,17 +13,11 @@ IMAGE_PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 KAFKA_LIBS=""
 
 prepare() {
-  local pom="$RECIPE_DIR/pom.xml" v h
+  local pom="$RECIPE_DIR/pom.xml" v
   v="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")"
   [ "$v" = "$TAG" ] || die "pom.xml has Kafka $v, but the image is tagged $TAG"
-  h="$(inputs_hash "$pom")"
-  KAFKA_LIBS="$OUT/kafka-libs/$v-$h"
-  if [ ! -f "$KAFKA_LIBS/.done" ]; then
-    log "resolving Kafka $v jars from Maven Central"
-    rm -rf "$KAFKA_LIBS"
-    mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS"
-    touch "$KAFKA_LIBS/.done"
-  fi
+  # The same jars the Kafka operator's tests run, resolved once into the cache.
+  KAFKA_LIBS="$("$ROOT/scripts/install-kafka-jars.sh")"
   # Every launcher's main class must be in the jars.
   local classes c jar
   classes="$(for jar in "$KAFKA_LIBS"/*.jar; do unzip -Z1 "$jar"; done)"

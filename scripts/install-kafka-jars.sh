@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Resolves the Kafka jars of deploy/images/kafka/pom.xml (broker/controller, tools, log4j 2)
+# from Maven Central into $CACHE/kafka/<version>-<hash of the pom>/libs, and points
+# $CACHE/kafka/current at that directory. The Kafka operator's integration tests start real
+# Kafka processes from `$CACHE/kafka/current/libs` (`java -cp 'libs/*' kafka.Kafka ...`); the
+# image recipe copies the same jars. Idempotent: a `.done` marker records a complete resolve,
+# so a second run does nothing but print the path.
+source "$(dirname "$0")/lib.sh"
+
+POM="$ROOT/deploy/images/kafka/pom.xml"
+version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")"
+[ -n "$version" ] || { echo "no <kafka.version> in $POM" >&2; exit 1; }
+dir="$CACHE/kafka/$version-$(inputs_hash "$POM")"
+
+if [ -f "$dir/.done" ]; then
+  log "Kafka $version jars: up to date in $dir/libs"
+else
+  command -v mvn >/dev/null || { echo "mvn not found: install Maven (Debian: maven) first" >&2; exit 1; }
+  command -v java >/dev/null || { echo "java not found: install a JRE 17 (Debian: openjdk-17-jre-headless) first" >&2; exit 1; }
+  log "resolving Kafka $version jars from Maven Central (cold: ~1 min)"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  mvn -B -q -Dstyle.color=never -f "$POM" dependency:copy-dependencies -DincludeScope=runtime \
+    -DoutputDirectory="$dir/libs"
+  # The harness runs these two classes; a pom that lost them must fail here, not in a test.
+  classes="$(for jar in "$dir"/libs/*.jar; do unzip -Z1 "$jar"; done)"
+  for class in kafka.Kafka kafka.tools.StorageTool; do
+    grep -qxF "$(echo "$class" | tr . /).class" <<<"$classes" || { echo "Kafka $version jars lack $class" >&2; exit 1; }
+  done
+  touch "$dir/.done"
+  log "Kafka $version jars in $dir/libs"
+fi
+
+# A stable path for the tests: a relative link, so a moved cache keeps working.
+ln -sfn "$(basename "$dir")" "$CACHE/kafka/current"
+echo "$CACHE/kafka/current/libs"

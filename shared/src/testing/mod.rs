@@ -61,12 +61,38 @@ pub fn binary(name: &str) -> Result<PathBuf, HarnessError> {
     if path.exists() { Ok(path) } else { Err(HarnessError::MissingBinary { binary: name.into(), dir }) }
 }
 
-/// A free TCP port on loopback. The port is released before returning, so another process
-/// could take it in between; tests start their servers right away, which keeps that rare.
+/// Where [`free_port`] looks: below Linux's ephemeral range (32768-60999), so no outgoing
+/// connection and no `bind(0)` of another process is ever given one of these ports while a
+/// server is still starting, and below Kubernetes' NodePort range (30000-32767), which the
+/// local cluster's kube-proxy intercepts.
+const PORTS: std::ops::Range<u16> = 20000..30000;
+
+/// The next port [`free_port`] tries; each process starts at its own offset.
+static NEXT_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(u32::MAX);
+
+/// A free TCP port on loopback, never the same twice in one process. The port is checked
+/// by binding it and released before returning, so a server started right away gets it.
+/// `bind(0)` would give a port of the ephemeral range instead, which any process's next
+/// outgoing connection may take before the server binds it (suspected when two Kafka
+/// brokers of the admin tests never registered in a CI run).
 pub fn free_port() -> Result<u16, HarnessError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| HarnessError::Setup(format!("binding a free port: {e}")))?;
-    listener.local_addr().map(|a| a.port()).map_err(|e| HarnessError::Setup(format!("local address: {e}")))
+    use std::sync::atomic::Ordering;
+    let span = u32::from(PORTS.end - PORTS.start);
+    // Spread the processes that run tests at the same time over the range.
+    let _ = NEXT_PORT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(97) % span,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..span {
+        let offset = NEXT_PORT.fetch_add(1, Ordering::Relaxed) % span;
+        let port = PORTS.start + offset as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(HarnessError::Setup(format!("no free port in {PORTS:?} on 127.0.0.1")))
 }
 
 /// Polls `check` every 100 ms until it returns `Some`, or fails after `timeout` with an

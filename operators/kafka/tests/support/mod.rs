@@ -62,6 +62,9 @@ pub struct KafkaCluster {
     /// Each controller's directory id, as formatted.
     pub directory_ids: BTreeMap<i32, String>,
     nodes: BTreeMap<i32, Node>,
+    /// Set when [`KafkaCluster::fail`] has printed the logs, so a drop while panicking does
+    /// not print them twice.
+    reported: std::sync::atomic::AtomicBool,
 }
 
 impl KafkaCluster {
@@ -91,7 +94,7 @@ impl KafkaCluster {
             let port = statecraft_shared::testing::free_port().unwrap();
             nodes.insert(*id, Node { port, dir: node_dir, child: None });
         }
-        let mut cluster = KafkaCluster { dir, libs, cluster_id, directory_ids, nodes };
+        let mut cluster = KafkaCluster { dir, libs, cluster_id, directory_ids, nodes, reported: Default::default() };
         cluster.write_configs();
         cluster.format();
         for id in CONTROLLERS.iter().chain(&BROKERS) {
@@ -163,12 +166,14 @@ impl KafkaCluster {
         self.spawn(id);
     }
 
-    /// Polls describe_cluster on `via` until every broker of `ids` is registered and unfenced.
-    pub async fn wait_brokers_unfenced(&self, ids: &[i32]) {
+    /// Polls describe_cluster on `via` until every broker of `ids` is registered and unfenced;
+    /// fails at once, with its log, when a node's JVM has exited.
+    pub async fn wait_brokers_unfenced(&mut self, ids: &[i32]) {
         let via = ids[0];
         let admin = self.admin(via).await;
         let deadline = Instant::now() + START;
         loop {
+            self.fail_if_exited();
             let last = admin.describe_cluster().await;
             if let Ok(cluster) = &last
                 && ids.iter().all(|id| cluster.brokers.iter().any(|b| b.id == *id && !b.fenced))
@@ -176,25 +181,47 @@ impl KafkaCluster {
                 return;
             }
             if Instant::now() > deadline {
-                self.fail(&format!("brokers {ids:?} not all unfenced: {last:?}"));
+                self.fail(&format!("brokers {ids:?} not all unfenced after {START:?}: {last:?}"));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
 
-    /// Panics with `message` and the tail of every node's log.
-    pub fn fail(&self, message: &str) -> ! {
-        panic!("{message}\n{}", self.log_tails(40));
+    /// Panics, with the logs, when a node that should be running has exited.
+    fn fail_if_exited(&mut self) {
+        let exited: Vec<String> = self
+            .nodes
+            .iter_mut()
+            .filter_map(|(id, node)| {
+                let status = node.child.as_mut()?.try_wait().ok()??;
+                node.child = None;
+                Some(format!("node {id} exited: {status}"))
+            })
+            .collect();
+        if !exited.is_empty() {
+            self.fail(&exited.join("; "));
+        }
     }
 
-    /// The last `lines` lines of each node's log.
+    /// Panics with `message` and the end of every node's log.
+    pub fn fail(&self, message: &str) -> ! {
+        self.reported.store(true, std::sync::atomic::Ordering::Relaxed);
+        panic!("{message}\n{}", self.log_tails(20));
+    }
+
+    /// Per node: its last warnings and errors, then its last `lines` lines. Warnings first
+    /// because a node's last lines are often routine (fetches, heartbeats) while the cause
+    /// (a bind failure, a fencing, an exception) is further up.
     pub fn log_tails(&self, lines: usize) -> String {
         let mut out = String::new();
         for (id, node) in &self.nodes {
+            let log = node.dir.join("node.log");
+            let running = if node.child.is_some() { "running" } else { "stopped" };
             out.push_str(&format!(
-                "--- node {id} ({}):\n{}\n",
-                node.dir.join("node.log").display(),
-                tail(&node.dir.join("node.log"), lines)
+                "--- node {id}, {running} ({}):\n[warnings]\n{}\n[last lines]\n{}\n",
+                log.display(),
+                warnings(&log, lines),
+                tail(&log, lines)
             ));
         }
         out
@@ -313,8 +340,8 @@ impl KafkaCluster {
 
 impl Drop for KafkaCluster {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kafka cluster in {} at the failure:\n{}", self.dir.path().display(), self.log_tails(30));
+        if std::thread::panicking() && !self.reported.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("kafka cluster in {} at the failure:\n{}", self.dir.path().display(), self.log_tails(20));
         }
         for node in self.nodes.values_mut() {
             if let Some(mut child) = node.child.take() {
@@ -327,11 +354,25 @@ impl Drop for KafkaCluster {
 
 /// The last `lines` lines of a file (at most its last 64 KiB read).
 fn tail(path: &Path, lines: usize) -> String {
-    let Ok(mut file) = std::fs::File::open(path) else { return "(no log)".into() };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = file.seek(SeekFrom::Start(len.saturating_sub(64 << 10)));
-    let mut text = String::new();
-    let _ = file.read_to_string(&mut text);
+    let text = read_end(path, 64 << 10);
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The last `lines` WARN, ERROR and exception lines of a log (at most its last 1 MiB read).
+fn warnings(path: &Path, lines: usize) -> String {
+    let text = read_end(path, 1 << 20);
+    let found: Vec<&str> =
+        text.lines().filter(|l| l.contains("] WARN ") || l.contains("] ERROR ") || l.contains("Exception")).collect();
+    found[found.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The last `bytes` bytes of a file as text, or a note that it has none.
+fn read_end(path: &Path, bytes: u64) -> String {
+    let Ok(mut file) = std::fs::File::open(path) else { return "(no log)".into() };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(bytes)));
+    let mut raw = Vec::new();
+    let _ = file.read_to_end(&mut raw);
+    String::from_utf8_lossy(&raw).into_owned()
 }

@@ -378,6 +378,42 @@ pub fn validate_name(name: &str) -> Result<()> {
     check_cluster_name("metadata.name", name, MAX_CLUSTER_NAME)
 }
 
+/// Checks a change of `spec.version` against the version the nodes run and the finalized
+/// `metadata.version` (`4.4-IV0`): an upgrade may go to any newer release of the same major
+/// version (Kafka upgrades across minors directly); a downgrade is refused once the finalized
+/// metadata.version is newer than the target release can read, because its brokers would not
+/// start on that metadata log. A downgrade within what the metadata allows (before
+/// finalizing) is a roll like any other.
+pub fn check_version_change(running: &Version, desired: &Version, finalized: Option<&str>) -> Result<()> {
+    if desired.major != running.major {
+        return Err(invalid(
+            "spec.version",
+            format!("{desired} changes the major version of {running}, which the nodes run: not supported"),
+        ));
+    }
+    if desired < running
+        && let Some(level) = finalized.and_then(metadata_series)
+        && level > desired.series()
+    {
+        return Err(invalid(
+            "spec.version",
+            format!(
+                "{desired} is older than {running} and cannot read metadata.version {}: downgrades across a \
+                 finalized metadata.version are refused",
+                finalized.unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The release series of a metadata.version name (`4.4-IV0` is 4.4).
+pub fn metadata_series(level: &str) -> Option<(u32, u32)> {
+    let (series, _) = level.split_once('-')?;
+    let (major, minor) = series.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
 /// A topic spec that passed validation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidTopic {
@@ -425,6 +461,18 @@ fn check_topic_name(name: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn version_changes_within_a_major_go_and_downgrades_stop_at_the_finalized_metadata() {
+        let v = |s: &str| super::parse_version(s).unwrap();
+        assert!(super::check_version_change(&v("4.3.1"), &v("4.4.0"), Some("4.3-IV0")).is_ok());
+        assert!(super::check_version_change(&v("4.4.0"), &v("4.3.1"), Some("4.3-IV0")).is_ok());
+        let refused = super::check_version_change(&v("4.4.0"), &v("4.3.1"), Some("4.4-IV0")).unwrap_err();
+        assert!(refused.to_string().contains("spec.version") && refused.to_string().contains("4.4-IV0"), "{refused}");
+        assert!(super::check_version_change(&v("4.4.0"), &v("5.0.0"), None).is_err());
+        assert_eq!(super::metadata_series("4.4-IV0"), Some((4, 4)));
+        assert_eq!(super::metadata_series("garbage"), None);
+    }
+
     use super::*;
     use crate::api::{AdvertisedAddress, TopicOwnership};
     use crate::api::{BrokerPool, CombinedPool, ControllerPool, ExternalListener, ExternalListenerType};

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use statecraft_shared::upgrade::UpgradeProgress;
 
 use crate::validate::config;
 
@@ -455,6 +456,11 @@ pub struct KafkaClusterStatus {
     /// Kafka version every node runs, once the cluster has converged on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_version: Option<String>,
+
+    /// The roll of a new pod revision (image, version, resources, static configuration): the
+    /// node in flight, the nodes done, and why it waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradeProgress>,
 }
 
 /// The metadata quorum (KRaft), as DescribeQuorum reports it.

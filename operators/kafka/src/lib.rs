@@ -4,10 +4,17 @@
 //!   `KafkaTopic` — with schema and CEL validation, printer columns and a description on
 //!   every field. `crd` prints them.
 //! - [`validate`]: the checks the schema cannot make, naming the field.
-//! - [`names`]: the names of a cluster's objects, and so the longest cluster name.
-//!
-//! The controllers are not written yet: `run` stops with an error saying so rather than
-//! pretending to manage anything.
+//! - [`names`] and [`nodes`]: the names of a cluster's objects (and so the longest cluster
+//!   name), and how its nodes are numbered.
+//! - [`build`]: pure builders of the objects a cluster owns (ConfigMap, Services,
+//!   StatefulSets, PodDisruptionBudgets) and which configuration Kafka takes at runtime.
+//! - [`admin`]: the one small async admin client every call to Kafka goes through.
+//! - [`observed`]: what the admin client observes, as plain data.
+//! - [`roll`]: the roll planner and Kafka's gates (quorum, min ISR), pure; and the
+//!   cluster-wide configuration changes that need no restart.
+//! - [`controller`]: the reconciler and the per-cluster task.
+//! - [`metadata_version`]: Kafka's metadata.version levels by name.
+//! - [`reason`]: the catalogue of the reasons its Events and conditions give.
 // No panics on what a user or the network controls: `make check` (clippy) refuses
 // unwrap, expect and panic outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -15,6 +22,8 @@
 pub mod admin;
 pub mod api;
 pub mod build;
+pub mod controller;
+pub mod metadata_version;
 pub mod names;
 pub mod nodes;
 pub mod observed;
@@ -25,14 +34,19 @@ pub mod validate;
 use std::sync::Arc;
 
 use kube::CustomResourceExt;
+use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::names::with_name_rule;
-use statecraft_shared::rbac::Rule;
+use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::tokio_util::sync::CancellationToken;
-use statecraft_shared::{Error, Result};
 
-use api::{KafkaCluster, KafkaTopic};
+use api::{GROUP, KafkaCluster, KafkaTopic};
+
+/// Read-only verbs.
+const READ: &[&str] = &["get", "list", "watch"];
+/// Verbs for objects the controllers own and apply with server-side apply.
+const OWN: &[&str] = &["get", "list", "watch", "create", "patch", "delete"];
 
 /// The operator, as the shared runner sees it.
 pub struct KafkaOperator;
@@ -46,12 +60,24 @@ impl Operator for KafkaOperator {
         vec![with_name_rule(KafkaCluster::crd(), names::MAX_CLUSTER_NAME), KafkaTopic::crd()]
     }
 
+    /// What the controllers use, nothing more (Events and Leases are in the base rules):
+    /// read KafkaClusters and patch their status; own the StatefulSets, Services, ConfigMap
+    /// and PodDisruptionBudgets; read pods, delete them to roll, and patch their status to set
+    /// the readiness gate that says a node serves. No Secret: nothing here reads one.
     fn rbac_rules() -> Vec<Rule> {
-        Vec::new()
+        vec![
+            Rule::new(GROUP, &["kafkaclusters"], READ),
+            Rule::new(GROUP, &["kafkaclusters/status"], &["patch"]),
+            Rule::new("apps", &["statefulsets"], OWN),
+            Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
+            Rule::new("policy", &["poddisruptionbudgets"], OWN),
+            Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "delete"]),
+            Rule::new(CORE_GROUP, &["pods/status"], &["patch"]),
+        ]
     }
 
-    async fn run_controllers(_runtime: Arc<Runtime>, _shutdown: CancellationToken) -> Result<()> {
-        Err(Error::Permanent("the Kafka controllers are not implemented yet".into()))
+    async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
+        controller::run(runtime, shutdown).await
     }
 }
 

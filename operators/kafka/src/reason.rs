@@ -33,6 +33,40 @@ pub enum Kafka {
     RollStalled,
     /// Preferred leaders are elected after a broker came back.
     ElectLeaders,
+
+    // ---- the cluster (phase, conditions, Events) ----
+    /// A new pod revision is being rolled out, one node at a time behind the gates above.
+    Rolling,
+    /// The cluster-wide dynamic configuration was changed on every broker, no restart.
+    Reconfigured,
+    /// The brokers run another cluster id than this resource's: its volumes hold another
+    /// cluster's data.
+    ClusterIdMismatch,
 }
 
 impl Catalogue for Kafka {}
+
+#[cfg(test)]
+mod tests {
+    use statecraft_shared::reason::{Common, Reason, undocumented};
+    use strum::VariantArray;
+
+    use super::*;
+
+    const DOC: &str = include_str!("../../../docs/kafka.md");
+
+    #[test]
+    fn every_reason_is_in_the_docs() {
+        assert_eq!(undocumented::<Kafka>(DOC), Vec::<&str>::new(), "docs/kafka.md, section Reasons");
+    }
+
+    #[test]
+    fn no_reason_is_also_a_common_one() {
+        let common: Vec<&str> = Common::VARIANTS.iter().map(|&c| c.into()).collect();
+        for &entry in Kafka::VARIANTS {
+            let reason = Reason::from(entry).as_str();
+            assert!(!common.contains(&reason), "{reason} is in Common already");
+            assert!(reason.chars().all(|c| c.is_ascii_alphanumeric()), "{reason} is not CamelCase");
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! What a pass does, in this order: marks pods ready or not (their readiness gate), applies
+//! the cluster-wide dynamic configuration (no restart), and takes one step of a roll of a new
+//! pod revision behind Kafka's gates (`crate::roll`), electing preferred leaders once a
+//! restarted broker is back.
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use statecraft_shared::cluster_loop::{Acted, Next};
+use statecraft_shared::reason::Common;
+use statecraft_shared::rebuild::delete_if_present;
+use statecraft_shared::upgrade::{Action, next_step};
+use statecraft_shared::{Error, Result};
+use tracing::{info, warn};
+
+use super::super::Context;
+use super::Memory;
+use super::decide::Decision;
+use super::observe::{Observation, Pool};
+use crate::admin::Admin;
+use crate::api::{KafkaCluster, KafkaClusterStatus};
+use crate::build;
+use crate::observed::ConfigResource;
+use crate::reason::Kafka;
+use crate::roll;
+
+/// How long an admin call of `act` may take.
+const ADMIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Carries out the decision (see the module doc). Returns whether to pass again at once and
+/// the roll's step.
+pub async fn act(
+    ctx: &Context,
+    cluster: &KafkaCluster,
+    o: &Observation,
+    decision: &Decision,
+    memory: &mut Memory,
+    status: &mut KafkaClusterStatus,
+) -> Result<Acted<Option<Action>>> {
+    let mut next = Next::Later;
+    for (pod, serving) in &decision.gates {
+        match set_gate(ctx, pod, *serving).await {
+            Ok(()) => next = Next::Now,
+            Err(e) => warn!(%pod, error = %e, "setting the readiness gate failed"),
+        }
+    }
+    if o.valid.is_none() {
+        return Ok(Acted { next, done: None });
+    }
+    if !decision.config.is_empty() {
+        match apply_config(ctx, cluster, o, decision).await {
+            Ok(()) => next = Next::Now,
+            Err(e) => {
+                warn!(error = %e, "applying the cluster-wide configuration failed");
+                ctx.rt
+                    .events
+                    .warning(cluster, e.reason(), "Reconfigure", format!("cluster-wide configuration not applied: {e}"))
+                    .await;
+            }
+        }
+    }
+    if !decision.elect.is_empty() {
+        match elect_preferred(ctx, cluster, o, &decision.elect).await {
+            Ok(()) => next = Next::Now,
+            Err(e) => warn!(error = %e, "preferred leader election failed"),
+        }
+    }
+    let Some(snapshot) = &decision.snapshot else {
+        // Kafka did not say enough this pass to gate a restart: no roll step.
+        return Ok(Acted { next, done: None });
+    };
+    let (action, again) = statecraft_shared::upgrade::taken(
+        roll_step(ctx, cluster, snapshot, memory, status).await,
+        &cluster_name(cluster),
+    );
+    if again {
+        next = Next::Now;
+    }
+    Ok(Acted { next, done: action })
+}
+
+fn cluster_name(cluster: &KafkaCluster) -> String {
+    kube::ResourceExt::name_any(cluster)
+}
+
+/// Sets the readiness gate of `pod` (a condition in its status: the pod is Ready only while
+/// the operator says its node serves).
+async fn set_gate(ctx: &Context, pod: &str, serving: bool) -> Result<()> {
+    let rt = &ctx.rt;
+    rt.leadership.check()?;
+    let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    let condition = json!({
+        "type": build::RUNNING_CONDITION,
+        "status": if serving { "True" } else { "False" },
+        "reason": if serving { "NodeServing" } else { "NodeNotServing" },
+        "lastTransitionTime": Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    });
+    let patch = json!({ "status": { "conditions": [condition] } });
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .map_err(|e| Error::kube(format!("setting the readiness gate of pod {pod}"), e))?;
+    info!(%pod, serving, "readiness gate set");
+    Ok(())
+}
+
+/// A running broker's address (pod IP and the internal port).
+fn broker_address(o: &Observation) -> Option<String> {
+    let port = o.valid.as_ref()?.spec.listeners.internal.port;
+    o.pods
+        .values()
+        .filter(|p| matches!(p.pool, Pool::Broker | Pool::Combined) && p.container_ready && !p.terminating)
+        .find_map(|p| p.ip.as_ref().map(|ip| format!("{ip}:{port}")))
+}
+
+/// Applies the cluster-wide dynamic configuration with IncrementalAlterConfigs: every broker
+/// takes it at once, none restarts.
+async fn apply_config(ctx: &Context, cluster: &KafkaCluster, o: &Observation, decision: &Decision) -> Result<()> {
+    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
+        system: "kafka".into(),
+        message: "no broker is running to apply the configuration to".into(),
+    })?;
+    ctx.rt.leadership.check()?;
+    let admin = Admin::connect(&address, ADMIN_TIMEOUT).await?;
+    admin.alter_configs(&ConfigResource::ClusterDefault, &decision.config).await?;
+    let keys: Vec<String> = decision.config.iter().map(|c| format!("{c:?}")).collect();
+    ctx.rt
+        .events
+        .normal(
+            cluster,
+            Kafka::Reconfigured,
+            "Reconfigure",
+            format!("cluster-wide configuration applied without a restart: {}", keys.join(", ")),
+        )
+        .await;
+    Ok(())
+}
+
+/// Gives `partitions` their preferred leader back (ElectLeaders, PREFERRED): a broker that
+/// came back takes its leadership back, else the leaders pile up on the brokers restarted
+/// last.
+async fn elect_preferred(
+    ctx: &Context,
+    cluster: &KafkaCluster,
+    o: &Observation,
+    partitions: &[(String, i32)],
+) -> Result<()> {
+    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
+        system: "kafka".into(),
+        message: "no broker is running to elect leaders on".into(),
+    })?;
+    ctx.rt.leadership.check()?;
+    let admin = Admin::connect(&address, ADMIN_TIMEOUT).await?;
+    admin.elect_preferred_leaders(Some(partitions)).await?;
+    let message = format!("preferred leaders elected for {} partition(s)", partitions.len());
+    ctx.rt.events.normal(cluster, Kafka::ElectLeaders, "Rebalance", message).await;
+    Ok(())
+}
+
+/// One step of the roll: the shared engine over Kafka's order and gates.
+async fn roll_step(
+    ctx: &Context,
+    cluster: &KafkaCluster,
+    snapshot: &roll::Snapshot,
+    memory: &mut Memory,
+    status: &mut KafkaClusterStatus,
+) -> Result<Option<(Action, bool)>> {
+    let rt = &ctx.rt;
+    let members = snapshot.members();
+    let in_progress =
+        status.upgrade.as_ref().is_some_and(|p| p.completed_at.is_none() && !p.target_revision.is_empty());
+    if !in_progress && !members.iter().any(|m| m.needs_restart()) {
+        return Ok(None);
+    }
+    let gates = roll::Gates { snapshot };
+    let mut progress = status.upgrade.clone().unwrap_or_default();
+    let step = next_step(&members, &gates, &progress).await?;
+    if let Action::Restart { member } = &step.action {
+        rt.leadership.check()?;
+        let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
+        delete_if_present(&pods, member).await?;
+        let note = format!("restarting {member} on the new revision");
+        rt.events.normal_about_pod(cluster, member, Common::RestartMember, "Upgrade", note).await;
+    }
+    // A wait is one Event when it begins, not one a pass.
+    match &step.action {
+        Action::WaitFor { reason, message, .. } => {
+            memory.waits.publish(&rt.events, cluster, *reason, message, false).await;
+        }
+        Action::Blocked { reason, message, .. } => {
+            memory.waits.publish(&rt.events, cluster, *reason, message, true).await;
+        }
+        _ => memory.waits.clear(),
+    }
+    let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. });
+    progress.advance(&step, Utc::now());
+    status.upgrade = Some(progress);
+    Ok(Some((step.action, again)))
+}

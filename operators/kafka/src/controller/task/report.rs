@@ -1,0 +1,193 @@
+//! What a pass reports: the status (cluster id, quorum, nodes, partition health, bootstrap
+//! address, phase, conditions) and an Event when a wait begins.
+
+use std::collections::BTreeSet;
+
+use kube::ResourceExt;
+use statecraft_shared::reason::{Common, Reason};
+use statecraft_shared::status::{ConditionType, set_condition};
+use statecraft_shared::upgrade::Action;
+
+use super::super::Context;
+use super::decide::{caught_up_voter, min_isr, serving};
+use super::observe::{Kafka, Observation, Pool};
+use crate::api::{KafkaCluster, KafkaClusterStatus, NodeStatus, QuorumReplica, QuorumStatus};
+use crate::names::Names;
+use crate::reason::Kafka as Reasons;
+
+/// Fills `status` from the pass (see the module doc).
+pub async fn report(
+    ctx: &Context,
+    cluster: &KafkaCluster,
+    o: &Observation,
+    roll: Option<&Action>,
+    status: &mut KafkaClusterStatus,
+) {
+    let expected = super::super::reconcile::cluster_id(cluster).ok();
+    if let Some(seen) = o.kafka.cluster.as_ref().map(|c| c.cluster_id.clone()).filter(|id| !id.is_empty()) {
+        if expected.as_deref().is_some_and(|e| e != seen) {
+            ctx.rt
+                .events
+                .warning(
+                    cluster,
+                    Reasons::ClusterIdMismatch,
+                    "Observe",
+                    format!("the brokers run cluster {seen}, not {}", expected.unwrap_or_default()),
+                )
+                .await;
+        }
+        status.cluster_id.get_or_insert(seen);
+    }
+    fill_status(status, cluster, o, roll);
+}
+
+/// Partitions whose ISR is smaller than their replicas, than their min ISR, or that have no
+/// leader.
+fn partition_health(kafka: &Kafka) -> Option<(i32, i32, i32)> {
+    let topics = kafka.topics.as_ref()?;
+    let (mut under, mut under_min, mut offline) = (0, 0, 0);
+    for topic in topics {
+        let min_isr = min_isr(kafka, &topic.name);
+        for p in &topic.partitions {
+            under += i32::from(p.isr.len() < p.replicas.len());
+            under_min += i32::from((p.isr.len() as i32) < min_isr.min(p.replicas.len() as i32));
+            offline += i32::from(p.leader.is_none());
+        }
+    }
+    Some((under, under_min, offline))
+}
+
+fn quorum_status(kafka: &Kafka) -> Option<QuorumStatus> {
+    let quorum = kafka.quorum.as_ref()?;
+    let leader_end = quorum.voters.iter().find(|v| Some(v.id) == quorum.leader_id).map(|v| v.log_end_offset);
+    let replica = |r: &crate::observed::QuorumReplica, voter: bool| QuorumReplica {
+        id: r.id,
+        log_end_offset: Some(r.log_end_offset),
+        lag: leader_end.map(|end| (end - r.log_end_offset).max(0)),
+        caught_up: voter && caught_up_voter(quorum, kafka.fetch_timeout_ms, r.id),
+    };
+    Some(QuorumStatus {
+        leader_id: quorum.leader_id,
+        leader_epoch: Some(quorum.leader_epoch),
+        high_watermark: Some(quorum.high_watermark),
+        voters: quorum.voters.iter().map(|r| replica(r, true)).collect(),
+        observers: quorum.observers.iter().map(|r| replica(r, false)).collect(),
+    })
+}
+
+fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Observation, roll: Option<&Action>) {
+    let generation = cluster.metadata.generation;
+    let kafka = &o.kafka;
+    let name = cluster.name_any();
+    status.observed_generation = generation;
+    let names = Names::new(name, cluster.namespace().unwrap_or_default());
+    status.bootstrap = o.valid.as_ref().map(|v| names.bootstrap_address(v.spec.listeners.internal.port));
+    if let Some(quorum) = quorum_status(kafka) {
+        status.active_controller = quorum.leader_id;
+        status.quorum = Some(quorum);
+    }
+    if let Some((under, under_min, offline)) = partition_health(kafka) {
+        status.under_replicated_partitions = Some(under);
+        status.under_min_isr_partitions = Some(under_min);
+        status.offline_partitions = Some(offline);
+    }
+    if let Some(level) = kafka.features.as_ref().and_then(|f| f.finalized.get("metadata.version")) {
+        status.finalized_metadata_version = crate::metadata_version::name(*level).map(str::to_owned);
+    }
+    let directory = |id: i32| {
+        kafka
+            .quorum
+            .as_ref()
+            .and_then(|q| q.voters.iter().chain(&q.observers).find(|r| r.id == id))
+            .and_then(|r| r.directory_id.clone())
+    };
+    status.nodes = o
+        .pods
+        .values()
+        .map(|pod| NodeStatus {
+            id: pod.id,
+            pod: pod.name.clone(),
+            role: pod.pool.role(),
+            ready: serving(pod, kafka).unwrap_or(pod.gate),
+            revision: pod.revision.clone(),
+            broker_state: match pod.pool {
+                Pool::Controller => None,
+                _ => kafka.cluster.as_ref().map(|c| match c.brokers.iter().find(|b| b.id == pod.id) {
+                    Some(b) if b.fenced => "FENCED".to_owned(),
+                    Some(_) => "RUNNING".to_owned(),
+                    None => "NOT_REGISTERED".to_owned(),
+                }),
+            },
+            directory_id: directory(pod.id),
+        })
+        .collect();
+
+    let desired = o.valid.as_ref().map_or(0, |v| match v.layout {
+        crate::validate::Layout::Separate { controllers, brokers } => controllers + brokers,
+        crate::validate::Layout::Combined { nodes } => nodes,
+    });
+    let ready_nodes = status.nodes.iter().filter(|n| n.ready).count() as i32;
+    let quorum_ok = status.quorum.as_ref().is_some_and(|q| q.leader_id.is_some());
+    let offline = status.offline_partitions.unwrap_or(0);
+    let rolling = roll.is_some_and(|a| *a != Action::Done);
+    let all_ready = quorum_ok && ready_nodes == desired && status.nodes.len() as i32 == desired && offline == 0;
+    let on_target = o.pods.values().all(|p| o.targets.get(&p.pool).is_some_and(|t| p.revision.as_ref() == Some(t)));
+    let versions: BTreeSet<&str> = o.valid.iter().map(|v| v.spec.version.as_str()).collect();
+    if all_ready && !rolling && on_target {
+        status.observed_version = versions.first().map(|v| v.to_string());
+    }
+    let serving_brokers = status.nodes.iter().filter(|n| n.ready && n.role != crate::api::NodeRole::Controller).count();
+    let available = quorum_ok && serving_brokers > 0;
+    let phase: Reason = if cluster.spec.paused {
+        Common::Paused.into()
+    } else if status.nodes.is_empty() || status.cluster_id.is_none() {
+        Common::Bootstrap.into()
+    } else if !quorum_ok {
+        Reasons::NoActiveController.into()
+    } else if rolling {
+        Reasons::Rolling.into()
+    } else if all_ready {
+        Common::Healthy.into()
+    } else {
+        Common::Degraded.into()
+    };
+    status.phase = Some(phase.to_string());
+    let message = format!(
+        "{ready_nodes} of {desired} nodes serving; quorum leader {}; {offline} offline partitions",
+        status.active_controller.map_or_else(|| "none".to_owned(), |l| l.to_string())
+    );
+    let c = &mut status.conditions;
+    if o.valid.is_some() {
+        set_condition(
+            c,
+            ConditionType::Ready,
+            all_ready,
+            if all_ready { Common::Healthy.into() } else { phase },
+            &message,
+            generation,
+        );
+    }
+    set_condition(
+        c,
+        ConditionType::Available,
+        available,
+        if available { Common::Healthy.into() } else { phase },
+        &message,
+        generation,
+    );
+    let degraded = !all_ready && !status.nodes.is_empty();
+    set_condition(
+        c,
+        ConditionType::Degraded,
+        degraded,
+        if degraded { phase } else { Common::AsExpected.into() },
+        &message,
+        generation,
+    );
+    match roll.filter(|_| rolling) {
+        Some(action) => {
+            set_condition(c, ConditionType::Progressing, true, action.reason(), &action.message(), generation)
+        }
+        None => set_condition(c, ConditionType::Progressing, false, Common::Idle, &message, generation),
+    };
+}

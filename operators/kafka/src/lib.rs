@@ -38,7 +38,7 @@ use statecraft_shared::Result;
 use statecraft_shared::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use statecraft_shared::names::with_name_rule;
 use statecraft_shared::rbac::{CORE_GROUP, Rule};
-use statecraft_shared::runner::{Operator, Runtime};
+use statecraft_shared::runner::{Operator, Runtime, parse_sample, sample_object};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 
 use api::{GROUP, KafkaCluster, KafkaTopic};
@@ -79,7 +79,32 @@ impl Operator for KafkaOperator {
     async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         controller::run(runtime, shutdown).await
     }
+
+    /// What the reconciler applies for [`SAMPLE`] (3 controllers, 3 brokers, no external
+    /// listener): each pool's StatefulSet, PodDisruptionBudget and headless Service, the
+    /// bootstrap Service and the ConfigMap.
+    fn sample_objects() -> Result<Vec<serde_json::Value>> {
+        use std::collections::BTreeMap;
+
+        let cluster: KafkaCluster = parse_sample("operators/kafka/src/sample.yaml", SAMPLE)?;
+        let valid = controller::reconcile::check(&cluster)?;
+        let inputs = controller::reconcile::inputs(&cluster, &valid, &BTreeMap::new())?;
+        let objects = build::objects(&cluster, &valid, &inputs)?;
+        let mut out = Vec::new();
+        for pool in &objects.pools {
+            out.push(sample_object(&pool.statefulset)?);
+            out.push(sample_object(&pool.pdb)?);
+            out.push(sample_object(&pool.headless_service)?);
+        }
+        out.push(sample_object(&objects.bootstrap_service)?);
+        out.push(sample_object(&objects.config_map)?);
+        Ok(out)
+    }
 }
+
+/// The sample KafkaCluster of [`KafkaOperator::sample_objects`] (3 controllers and 3
+/// brokers with resources set, as in production).
+pub const SAMPLE: &str = include_str!("sample.yaml");
 
 #[cfg(test)]
 mod tests {

@@ -61,12 +61,13 @@ impl Operator for KafkaOperator {
     }
 
     /// What the controllers use, nothing more (Events and Leases are in the base rules):
-    /// read KafkaClusters and patch their status; own the StatefulSets, Services, ConfigMap
+    /// read KafkaClusters and patch their status; read KafkaTopics (the runner lists each
+    /// CRD to know it is served before the controllers start); own the StatefulSets, Services, ConfigMap
     /// and PodDisruptionBudgets; read pods, delete them to roll, and patch their status to set
     /// the readiness gate that says a node serves. No Secret: nothing here reads one.
     fn rbac_rules() -> Vec<Rule> {
         vec![
-            Rule::new(GROUP, &["kafkaclusters"], READ),
+            Rule::new(GROUP, &["kafkaclusters", "kafkatopics"], READ),
             Rule::new(GROUP, &["kafkaclusters/status"], &["patch"]),
             Rule::new("apps", &["statefulsets"], OWN),
             Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),

@@ -362,13 +362,38 @@ pub fn crd_yaml(crds: &[CustomResourceDefinition]) -> Result<String> {
     Ok(out)
 }
 
-/// The operator's ServiceAccount, Role and RoleBinding as YAML.
+/// The operator's ServiceAccount, Role and RoleBinding as YAML. Refused when the rules do
+/// not let the operator list one of its own CRDs: `run` lists each before it starts the
+/// controllers, so such an operator would never become ready.
 pub fn rbac_yaml<O: Operator>(namespace: &str) -> Result<String> {
     let mut rules = rbac::base_rules();
     rules.extend(O::rbac_rules());
+    let unlisted = unlisted_crds(&O::crds(), &rules);
+    if !unlisted.is_empty() {
+        return Err(Error::Permanent(format!(
+            "RBAC rules of {}: no rule lets it list {} (run waits for every CRD it defines to be listable)",
+            O::NAME,
+            unlisted.join(", ")
+        )));
+    }
     let rendered = rbac::render(&rbac::OperatorRbac { name: O::NAME.into(), namespace: namespace.into(), rules })
         .map_err(|e| Error::Permanent(format!("RBAC rules of {}: {e}", O::NAME)))?;
     rbac::to_yaml(&rendered).map_err(|e| Error::Permanent(format!("rendering the RBAC of {}: {e}", O::NAME)))
+}
+
+/// The CRDs (`<plural>.<group>`) of `crds` that no rule of `rules` lets the operator list.
+fn unlisted_crds(crds: &[CustomResourceDefinition], rules: &[rbac::Rule]) -> Vec<String> {
+    crds.iter()
+        .filter(|crd| {
+            !rules.iter().any(|r| {
+                r.api_group == crd.spec.group
+                    && r.resources.contains(&crd.spec.names.plural.as_str())
+                    && r.verbs.contains(&"list")
+                    && r.resource_names.is_none()
+            })
+        })
+        .map(|crd| format!("{}.{}", crd.spec.names.plural, crd.spec.group))
+        .collect()
 }
 
 /// The operator's RBAC and Deployment as YAML: what `deploy/<operator>.yaml` holds.
@@ -589,6 +614,28 @@ mod tests {
         async fn run_controllers(_: Arc<Runtime>, _: CancellationToken) -> Result<()> {
             Ok(())
         }
+    }
+
+    fn crd(plural: &str, group: &str) -> CustomResourceDefinition {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": format!("{plural}.{group}") },
+            "spec": { "group": group, "scope": "Namespaced", "versions": [],
+                      "names": { "plural": plural, "kind": "Thing" } },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_operator_must_be_able_to_list_every_crd_it_defines() {
+        let crds = [crd("widgets", "example.io"), crd("gadgets", "example.io")];
+        let rules = [rbac::Rule::new("example.io", &["widgets"], &["get", "list", "watch"])];
+        assert_eq!(unlisted_crds(&crds, &rules), vec!["gadgets.example.io".to_string()]);
+        let rules = [rbac::Rule::new("example.io", &["widgets", "gadgets"], &["list"])];
+        assert!(unlisted_crds(&crds, &rules).is_empty());
+        let rules = [rbac::Rule::new("other.io", &["widgets", "gadgets"], &["list"])];
+        assert_eq!(unlisted_crds(&crds, &rules).len(), 2, "another group's resources");
+        let rules = [rbac::Rule::new("example.io", &["widgets", "gadgets"], &["get", "watch"])];
+        assert_eq!(unlisted_crds(&crds, &rules).len(), 2, "no list verb");
     }
 
     #[test]

@@ -478,7 +478,7 @@ mod tests {
     use crate::api::{BrokerPool, CombinedPool, ControllerPool, ExternalListener, ExternalListenerType};
 
     fn storage(size: &str) -> Storage {
-        Storage { size: size.into(), storage_class_name: None }
+        Storage { size: size.into(), storage_class_name: None, fix_ownership: false }
     }
 
     fn spec() -> KafkaClusterSpec {

@@ -280,6 +280,13 @@ pub struct Storage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub storage_class_name: Option<String>,
+
+    /// Give each new volume to Kafka's user (uid 1000) with an init container that runs as
+    /// root with only the CHOWN capability. Only for storage that ignores the pod's fsGroup
+    /// (hostPath-style provisioners, such as the one of this project's local cluster); leave
+    /// it off elsewhere.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fix_ownership: bool,
 }
 
 /// The client listeners. The controller listener (port 9093) is the operator's.

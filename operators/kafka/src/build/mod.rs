@@ -74,9 +74,6 @@ pub struct Inputs {
     /// The external address of each broker (by ordinal) known so far, `host:port` with an
     /// empty host for the node's own address (see [`services::external_address`]).
     pub external_addresses: BTreeMap<i32, String>,
-    /// Whether the data volumes need the shared ownership fix (storage that ignores
-    /// `fsGroup`, such as hostPath provisioners).
-    pub fix_ownership: bool,
 }
 
 /// The objects of one pool.
@@ -203,7 +200,7 @@ pub fn objects(cluster: &KafkaCluster, valid: &ValidCluster, inputs: &Inputs) ->
             PoolObjects {
                 role: pool.role,
                 headless_service: services::headless_service(valid, &names, pool.role),
-                statefulset: statefulset::statefulset(valid, &names, &pool, &hash, inputs.fix_ownership),
+                statefulset: statefulset::statefulset(valid, &names, &pool, &hash),
                 pdb: statefulset::pdb(&names, pool.role),
             }
         })

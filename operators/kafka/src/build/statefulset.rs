@@ -86,13 +86,7 @@ pub fn pod_labels(names: &Names, role: NodeRole) -> BTreeMap<String, String> {
 }
 
 /// The StatefulSet of `pool`, its pods annotated with `hash` ([`config::template_hash`]).
-pub fn statefulset(
-    valid: &ValidCluster,
-    names: &Names,
-    pool: &Pool<'_>,
-    hash: &str,
-    fix_ownership: bool,
-) -> StatefulSet {
+pub fn statefulset(valid: &ValidCluster, names: &Names, pool: &Pool<'_>, hash: &str) -> StatefulSet {
     let role = pool.role;
     let ports = ports(valid, role);
     let main_port = ports.first().map_or(crate::api::cluster::CONTROLLER_PORT, |(_, p)| *p);
@@ -151,7 +145,10 @@ pub fn statefulset(
         ..Default::default()
     };
     let pod = PodSpec {
-        init_containers: fix_ownership.then(|| vec![set::ownership_fix(&valid.image, DATA_MOUNT, KAFKA_UID)]),
+        init_containers: pool
+            .storage
+            .fix_ownership
+            .then(|| vec![set::ownership_fix(&valid.image, DATA_MOUNT, KAFKA_UID)]),
         containers: vec![container],
         readiness_gates: Some(vec![PodReadinessGate { condition_type: RUNNING_CONDITION.into() }]),
         termination_grace_period_seconds: Some(termination_grace_seconds(role)),

@@ -420,8 +420,11 @@ fn probes_use_the_pools_main_port_and_allow_for_recovery() {
 }
 
 #[test]
-fn the_ownership_fix_is_opt_in() {
-    let o = build_with(separate(), &Inputs { fix_ownership: true, ..inputs() });
+fn the_ownership_fix_is_opt_in_per_pool() {
+    let mut spec = separate();
+    spec.brokers.as_mut().unwrap().storage.fix_ownership = true;
+    let o = build_with(spec, &inputs());
+    assert_eq!(pod_spec(&pool(&o, NodeRole::Controller).statefulset).init_containers, None);
     let init = pod_spec(&pool(&o, NodeRole::Broker).statefulset).init_containers.clone().unwrap();
     assert_eq!(init.len(), 1);
     assert_eq!(init[0].volume_mounts.as_ref().unwrap()[0].mount_path, "/var/lib/kafka");

@@ -55,7 +55,7 @@ pub fn inputs(
             build::services::external_address(valid, ordinal, external.get(&ordinal)).map(|a| (ordinal, a))
         })
         .collect();
-    Ok(build::Inputs { cluster_id, bootstrapped, external_addresses, fix_ownership: false })
+    Ok(build::Inputs { cluster_id, bootstrapped, external_addresses })
 }
 
 /// Kafka's cluster id of `cluster`: `status.clusterId` once seen, else derived from the uid.

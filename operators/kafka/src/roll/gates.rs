@@ -98,8 +98,11 @@ pub fn is_caught_up_voter(snapshot: &Snapshot, id: i32) -> bool {
 }
 
 /// The controller gate: restart `node` only if the voters other than it that are caught up
-/// ([`is_caught_up_voter`]) are at least `(N + 2) / 2` of the N voters, a majority of the
-/// whole quorum, so that the quorum keeps committing while the node is down.
+/// ([`is_caught_up_voter`]) and whose node is ready are at least `(N + 2) / 2` of the N
+/// voters, a majority of the whole quorum, so that the quorum keeps committing while the
+/// node is down. Kafka's view lags: a voter whose pod was deleted a second ago still looks
+/// caught up until its fetch timeout passes, so a node the snapshot has as not ready does
+/// not count (a voter the snapshot has no node for is judged by Kafka alone).
 ///
 /// A single-voter quorum always restarts, even without a leader: there is no other voter to
 /// protect, and its only controller having no leader means it is the one not working. With
@@ -125,7 +128,7 @@ pub fn quorum_gate(snapshot: &Snapshot, node: &Node) -> Gate {
         .iter()
         .map(|v| v.id)
         .filter(|&id| id != node.id)
-        .partition(|&id| is_caught_up_voter(snapshot, id));
+        .partition(|&id| is_caught_up_voter(snapshot, id) && snapshot.node_by_id(id).is_none_or(|n| n.ready));
     let needed = (voters + 2) / 2;
     if caught_up.len() >= needed {
         return Gate::Open;
@@ -179,11 +182,19 @@ fn min_isr_refusal(p: &PartitionState, broker: i32) -> Option<MinIsrRefusal> {
 /// already ([`Kafka::PartitionUnderMinIsr`]), or is exactly at min ISR with `node` in the
 /// ISR and min ISR below its replication factor ([`Kafka::WouldDropBelowMinIsr`]). A
 /// partition already under min ISR refuses first: it is the worse news.
+///
+/// The ISR counted is Kafka's without the replicas on brokers the snapshot has as not
+/// running: Kafka keeps a stopped replica in the ISR for up to `replica.lag.time.max.ms`
+/// (30 s), and a gate that trusted it would restart a second broker while the first is
+/// still down.
 pub fn min_isr_gate(snapshot: &Snapshot, node: &Node) -> Gate {
     let mut under = Vec::new();
     let mut would_drop = Vec::new();
-    for p in snapshot.hosted_by(node.id) {
-        match min_isr_refusal(p, node.id) {
+    let running = |id: &i32| snapshot.node_by_id(*id).is_none_or(|n| !n.is_broker() || n.broker_running);
+    for hosted in snapshot.hosted_by(node.id) {
+        let mut p = hosted.clone();
+        p.partition.isr.retain(running);
+        match min_isr_refusal(&p, node.id) {
             Some(MinIsrRefusal::Under) => under.push(p),
             Some(MinIsrRefusal::WouldDrop) => would_drop.push(p),
             None => {}

@@ -208,7 +208,29 @@ fn an_undescribed_quorum_of_three_blocks() {
     assert_eq!(reason(&gate_of(&s, "k-controller-1")), Some("NoActiveController"));
 }
 
+/// Kafka's view lags a deleted pod by up to the fetch timeout: the gate trusts the
+/// snapshot's readiness first (found on the first real roll, which restarted every
+/// controller within two seconds).
+#[test]
+fn a_voter_whose_node_is_down_does_not_count_though_kafka_still_has_it_caught_up() {
+    let mut s = cluster();
+    assert_eq!(gate_of(&s, "k-controller-1"), Gate::Open);
+    s.nodes[2].ready = false;
+    assert_eq!(reason(&gate_of(&s, "k-controller-1")), Some("QuorumNotCaughtUp"));
+}
+
 // ---- the broker gate ----
+
+/// Kafka keeps a stopped replica in the ISR for up to replica.lag.time.max.ms: a broker
+/// that is down counts as out of every ISR at once.
+#[test]
+fn a_replica_on_a_broker_that_is_down_is_out_of_the_isr_whatever_kafka_says() {
+    let mut s = cluster();
+    s.nodes[3].ready = false;
+    s.nodes[3].broker_running = false;
+    let gate = gate_of(&s, "k-broker-1");
+    assert_eq!(reason(&gate), Some("WouldDropBelowMinIsr"), "{gate:?}");
+}
 
 #[test]
 fn a_broker_restarts_when_every_partition_keeps_min_isr() {

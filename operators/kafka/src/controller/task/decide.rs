@@ -48,8 +48,13 @@ pub fn decide(o: &Observation) -> Decision {
     Decision { gates, config, elect, snapshot }
 }
 
-/// The roll's view of the pass: every node whose pod is not terminating, the quorum, the
-/// partitions with their min ISR, the reassignments and the live fetch timeout.
+/// The roll's view of the pass: every node of the layout, the quorum, the partitions with
+/// their min ISR, the reassignments and the live fetch timeout.
+///
+/// A node whose pod is terminating or gone is in the snapshot, not ready and not running
+/// (with its old revision, or none): the node restarted last stays the roll's member in
+/// flight until its new pod serves, and the gates do not count it. Leaving it out would let
+/// the engine restart the next node while this one is still down.
 ///
 /// `None` when a gate would be judged on a missing answer: a serving broker while no broker
 /// described the partitions (an empty partition list would open the min-ISR gate), or a
@@ -58,24 +63,39 @@ pub fn decide(o: &Observation) -> Decision {
 /// the new revision is what may fix it.
 pub fn snapshot(o: &Observation) -> Option<Snapshot> {
     let kafka = &o.kafka;
-    let nodes: Vec<Node> = o
+    let mut nodes: Vec<Node> = o
         .pods
         .values()
-        .filter(|pod| !pod.terminating)
-        .map(|pod| Node {
-            id: pod.id,
-            role: pod.pool.role(),
-            pod: pod.name.clone(),
-            ready: pod.gate && pod.container_ready,
-            current_revision: pod.revision.clone().unwrap_or_default(),
-            target_revision: o.targets.get(&pod.pool).cloned().unwrap_or_default(),
-            broker_running: pod.pool != Pool::Controller
-                && kafka.cluster.as_ref().is_some_and(|c| c.brokers.iter().any(|b| b.id == pod.id && !b.fenced)),
-            // DescribeCluster does not say whether a fenced broker is recovering its logs:
-            // unknown, which the gate treats as not recovering.
-            recovering: None,
+        .map(|pod| {
+            let up = !pod.terminating;
+            Node {
+                id: pod.id,
+                role: pod.pool.role(),
+                pod: pod.name.clone(),
+                ready: up && pod.gate && pod.container_ready,
+                current_revision: pod.revision.clone().unwrap_or_default(),
+                target_revision: o.targets.get(&pod.pool).cloned().unwrap_or_default(),
+                broker_running: up
+                    && pod.pool != Pool::Controller
+                    && kafka.cluster.as_ref().is_some_and(|c| c.brokers.iter().any(|b| b.id == pod.id && !b.fenced)),
+                // DescribeCluster does not say whether a fenced broker is recovering its
+                // logs: unknown, which the gate treats as not recovering.
+                recovering: None,
+            }
         })
         .collect();
+    for (&id, (pool, pod)) in o.expected.iter().filter(|(id, _)| !o.pods.contains_key(id)) {
+        nodes.push(Node {
+            id,
+            role: pool.role(),
+            pod: pod.clone(),
+            ready: false,
+            current_revision: String::new(),
+            target_revision: o.targets.get(pool).cloned().unwrap_or_default(),
+            broker_running: false,
+            recovering: None,
+        });
+    }
     let serving_broker = nodes.iter().any(|n| n.is_broker() && n.ready);
     let serving_controller = nodes.iter().any(|n| n.is_controller() && n.ready);
     if serving_broker && (kafka.topics.is_none() || kafka.reassignments.is_none()) {
@@ -171,6 +191,7 @@ mod tests {
         Observation {
             valid: None,
             pods: pods.into_iter().map(|p| (p.id, p)).collect(),
+            expected: BTreeMap::new(),
             targets: [(Pool::Controller, "r1".to_string()), (Pool::Broker, "r1".to_string())].into(),
             problems: Vec::new(),
             kafka,
@@ -261,14 +282,26 @@ mod tests {
         assert_eq!(s.fetch_timeout_ms, roll::DEFAULT_FETCH_TIMEOUT_MS);
     }
 
+    /// Found on the first real roll: with terminating pods left out, the engine lost its
+    /// member in flight and restarted all three controllers within two seconds. A node
+    /// whose pod is terminating or gone stays in the snapshot, not ready, not running.
     #[test]
-    fn terminating_pods_are_not_in_the_snapshot_and_do_not_serve() {
+    fn terminating_and_missing_pods_stay_in_the_snapshot_as_down() {
         let mut leaving = pod(Pool::Broker, 101, true, true);
         leaving.terminating = true;
         let kafka = Kafka { cluster: Some(brokers(&[101], &[])), ..Kafka::default() };
         assert_eq!(serving(&leaving, &kafka), Some(false));
-        let s = snapshot(&observation(vec![leaving], kafka)).expect("a snapshot");
-        assert!(s.nodes.is_empty());
+        let mut o = observation(vec![leaving], kafka);
+        o.expected =
+            [(101, (Pool::Broker, "k-broker-101".to_string())), (102, (Pool::Broker, "k-broker-102".to_string()))]
+                .into();
+        let s = snapshot(&o).expect("a snapshot");
+        let ids: Vec<i32> = s.nodes.iter().map(|n| n.id).collect();
+        assert_eq!(ids, [101, 102]);
+        assert!(s.nodes.iter().all(|n| !n.ready && !n.broker_running), "{s:?}");
+        assert_eq!(s.nodes[0].current_revision, "r1", "the terminating pod's old revision");
+        assert_eq!(s.nodes[1].current_revision, "", "no pod, no revision");
+        assert_eq!(s.nodes[1].target_revision, "r1");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::build::statefulset::CONTAINER;
 use crate::names::{APP_NAME, Names};
 use crate::nodes;
 use crate::observed::{Cluster, Config, ConfigResource, Features, Quorum, Topic};
-use crate::validate::ValidCluster;
+use crate::validate::{Layout, ValidCluster};
 
 /// How long one admin call may take before the pass gives up on that node.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -42,6 +42,9 @@ pub struct Observation {
     pub valid: Option<ValidCluster>,
     /// The node pods, by node id.
     pub pods: BTreeMap<i32, NodePod>,
+    /// Every node the spec's layout has, by node id, with its pool and pod name (none when
+    /// the spec is invalid): a node whose pod is gone is still a node.
+    pub expected: BTreeMap<i32, (Pool, String)>,
     /// The revision each pool's pods should run (its StatefulSet's `status.updateRevision`).
     pub targets: BTreeMap<Pool, String>,
     /// What keeps node pods from running, as Kubernetes says.
@@ -147,7 +150,25 @@ pub async fn observe(ctx: &Context, cluster: &KafkaCluster) -> Result<Observatio
         }
     }
     let kafka = ask_kafka(cluster, valid.as_ref(), &nodes).await;
-    Ok(Observation { valid, pods: nodes, targets, problems: pod_problems(&pod_list.items), kafka })
+    let expected = valid.as_ref().map(|v| expected_nodes(v, &names)).unwrap_or_default();
+    Ok(Observation { valid, pods: nodes, expected, targets, problems: pod_problems(&pod_list.items), kafka })
+}
+
+/// Every node of `valid`'s layout: its id, pool and pod name.
+pub fn expected_nodes(valid: &ValidCluster, names: &Names) -> BTreeMap<i32, (Pool, String)> {
+    let pools = match valid.layout {
+        Layout::Separate { controllers, brokers } => vec![(Pool::Controller, controllers), (Pool::Broker, brokers)],
+        Layout::Combined { nodes } => vec![(Pool::Combined, nodes)],
+    };
+    pools
+        .into_iter()
+        .flat_map(|(pool, count)| {
+            (0..u32::try_from(count).unwrap_or_default()).map(move |ordinal| {
+                let id = nodes::node_id(pool.role(), i32::try_from(ordinal).unwrap_or_default());
+                (id, (pool, names.pod(pool.role(), ordinal)))
+            })
+        })
+        .collect()
 }
 
 /// The node a pod of cluster `cluster` is, if it is one.

@@ -77,6 +77,32 @@ impl Operator for KafkaOperator {
         ]
     }
 
+    /// Only what a test shows: the e2e roll (`e2e/tests/kafka.rs`) and the static checks of
+    /// the CRDs, the Role, the Deployment and the sample objects (`sample_objects`). Topics, upgrades, metrics
+    /// and the rest of issue 15 come with their tests.
+    fn capabilities() -> Vec<&'static str> {
+        vec![
+            // Level 1: a cluster from its resource, Ready in status; documented CRDs; the
+            // image overridable; the namespaced Role; the locked-down Deployment; pods
+            // without privileges.
+            "L1.install",
+            "L1.crds",
+            "L1.operand-image",
+            "L1.rbac",
+            "L1.operator-deployment",
+            "L1.operand-security",
+            // Level 2: a new pod revision rolls node by node, controllers first and the
+            // active one last, behind the quorum and min-ISR gates.
+            "L2.rolling-restart",
+            // Level 3, what the builders guarantee: probes, resources passed through, a PDB
+            // per pool, nodes spread over hosts.
+            "L3.probes",
+            "L3.resources",
+            "L3.pdb",
+            "L3.spread",
+        ]
+    }
+
     async fn run_controllers(runtime: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         controller::run(runtime, shutdown).await
     }

@@ -8,7 +8,7 @@
 # operator the same way, with a three-member etcd cluster grown through learners and
 # scaled to five. What each part showed is recorded as capability evidence (L1.install,
 # L4.events; e2e/src/bin/demo-evidence.rs), and the Makefile then prints the capability
-# report. The Kafka operator defines no resources yet.
+# report. The demo creates no Kafka cluster yet (`make e2e` runs one).
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/e2e/cluster/env.sh"
 cd "$ROOT"
@@ -97,5 +97,5 @@ cat <<MSG
 The cluster stays up: KUBECONFIG=$KUBECONFIG_PATH $BIN/kubectl -n demo ...; \`make cluster-down\`
 removes it. The root password is in Secret demo-passwords; the read-write Service is
 demo-primary; the etcd cluster's client Service is kv-client. Next: the capability
-report. Not there yet: the Kafka operator.
+report. Not there yet: a Kafka cluster in the demo (`make e2e` runs one).
 MSG

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cluster part of `make test`: brings the local cluster up (unless it already is),
-# runs the e2e tests that `make test` includes (the cluster checks, the MySQL and etcd
-# smoke tests and one fault case per operator), and brings the cluster down again if this
+# runs the e2e tests that `make test` includes (the cluster checks, the MySQL, etcd and
+# Kafka smoke tests and one fault case per operator), and brings the cluster down again if this
 # script brought it up.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/e2e/cluster/env.sh"
@@ -22,6 +22,11 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients
+# The Kafka operator's: install, 3 controllers and 3 brokers Ready, a new image rolled
+# through every node while VerifiableProducer writes (acks=all), every acknowledged record
+# read back by VerifiableConsumer, none twice, no partition below min ISR.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test kafka -- --ignored --exact \
+  kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records
 # One fast fault case per operator (`make e2e` runs them all, FAULT_RUNS times): MySQL's
 # operator cut off from the primary (iptables in the pod's netns) with four writers, four
 # register clients checked for linearizability by porcupine, and replica checksums; etcd's clients checked for linearizability by porcupine while a

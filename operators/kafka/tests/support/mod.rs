@@ -97,8 +97,16 @@ impl KafkaCluster {
         let mut cluster = KafkaCluster { dir, libs, cluster_id, directory_ids, nodes, reported: Default::default() };
         cluster.write_configs();
         cluster.format();
-        for id in CONTROLLERS.iter().chain(&BROKERS) {
-            cluster.spawn(*id);
+        // Controllers first, brokers once the quorum has a leader: a broker started while no
+        // controller listens yet was seen (once in a clean-clone `make test`) never to find
+        // the leader through controller.quorum.bootstrap.servers, and to exit after its 60 s
+        // registration timeout, though the quorum formed two seconds later.
+        for id in CONTROLLERS {
+            cluster.spawn(id);
+        }
+        cluster.wait_quorum_leader().await;
+        for id in BROKERS {
+            cluster.spawn(id);
         }
         cluster.wait_brokers_unfenced(&BROKERS).await;
         eprintln!(
@@ -164,6 +172,24 @@ impl KafkaCluster {
     pub fn restart(&mut self, id: i32) {
         assert!(self.nodes[&id].child.is_none(), "node {id} is running");
         self.spawn(id);
+    }
+
+    /// Polls DescribeQuorum on the first controller until the quorum has a leader; fails at
+    /// once, with its log, when a node's JVM has exited.
+    pub async fn wait_quorum_leader(&mut self) {
+        let admin = self.admin(CONTROLLERS[0]).await;
+        let deadline = Instant::now() + START;
+        loop {
+            self.fail_if_exited();
+            let last = admin.describe_quorum().await;
+            if last.as_ref().is_ok_and(|q| q.leader_id.is_some()) {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!("the quorum has no leader after {START:?}: {last:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 
     /// Polls describe_cluster on `via` until every broker of `ids` is registered and unfenced;

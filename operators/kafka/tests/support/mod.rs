@@ -174,16 +174,22 @@ impl KafkaCluster {
         self.spawn(id);
     }
 
-    /// Polls DescribeQuorum on the first controller until the quorum has a leader; fails at
-    /// once, with its log, when a node's JVM has exited.
+    /// Polls DescribeQuorum on every controller (only the leader answers it) until one says
+    /// the quorum has a leader; fails at once, with its log, when a node's JVM has exited.
     pub async fn wait_quorum_leader(&mut self) {
-        let admin = self.admin(CONTROLLERS[0]).await;
+        let mut admins = Vec::new();
+        for id in CONTROLLERS {
+            admins.push(self.admin(id).await);
+        }
         let deadline = Instant::now() + START;
         loop {
             self.fail_if_exited();
-            let last = admin.describe_quorum().await;
-            if last.as_ref().is_ok_and(|q| q.leader_id.is_some()) {
-                return;
+            let mut last = Vec::new();
+            for admin in &admins {
+                match admin.describe_quorum().await {
+                    Ok(q) if q.leader_id.is_some() => return,
+                    answer => last.push(answer),
+                }
             }
             if Instant::now() > deadline {
                 self.fail(&format!("the quorum has no leader after {START:?}: {last:?}"));

@@ -1,4 +1,5 @@
-//! Topics: list them with their partitions (Metadata), create, grow and delete them.
+//! Topics: list them, or look one up, with their partitions (Metadata); create, grow and
+//! delete them.
 
 use std::collections::BTreeMap;
 
@@ -6,6 +7,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest, TopicName,
 };
@@ -31,19 +33,35 @@ impl Admin {
     /// A topic Kafka reports with an error (say `LEADER_NOT_AVAILABLE` right after its
     /// creation) is listed with what it reported: offline leaders are `None`.
     pub async fn topics(&self) -> Result<Vec<Topic>> {
+        // None: all topics.
+        self.metadata(None).await
+    }
+
+    /// Topic `name` with its id and partitions, `None` when Kafka does not have it (the
+    /// answering broker's metadata, which follows a creation within milliseconds).
+    pub async fn topic(&self, name: &str) -> Result<Option<Topic>> {
+        let mut request = MetadataRequestTopic::default();
+        request.name = Some(topic_name(name));
+        Ok(self.metadata(Some(vec![request])).await?.into_iter().next())
+    }
+
+    /// Metadata of `topics` (`None`: all), sorted by name, leaving out the topics Kafka
+    /// reports unknown.
+    async fn metadata(&self, topics: Option<Vec<MetadataRequestTopic>>) -> Result<Vec<Topic>> {
         let response = self
             .connection
             .call(|_| {
                 let mut request = MetadataRequest::default();
-                // None: all topics.
-                request.topics = None;
+                request.topics = topics;
                 request.allow_auto_topic_creation = false;
                 request
             })
             .await?;
+        let unknown = ResponseError::UnknownTopicOrPartition.code();
         let mut topics: Vec<Topic> = response
             .topics
             .iter()
+            .filter(|t| t.error_code != unknown)
             .filter_map(|t| {
                 let name = t.name.as_ref()?.to_string();
                 let mut partitions: Vec<Partition> = t

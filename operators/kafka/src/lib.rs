@@ -12,7 +12,8 @@
 //! - [`observed`]: what the admin client observes, as plain data.
 //! - [`roll`]: the roll planner and Kafka's gates (quorum, min ISR), pure; and the
 //!   cluster-wide configuration changes that need no restart.
-//! - [`controller`]: the reconciler and the per-cluster task.
+//! - [`topic`]: how a topic in Kafka differs from its KafkaTopic and what to change, pure.
+//! - [`controller`]: the reconciler, the per-cluster task and the topic controller.
 //! - [`metadata_version`]: Kafka's metadata.version levels by name.
 //! - [`reason`]: the catalogue of the reasons its Events and conditions give.
 // No panics on what a user or the network controls: `make check` (clippy) refuses
@@ -29,6 +30,7 @@ pub mod nodes;
 pub mod observed;
 pub mod reason;
 pub mod roll;
+pub mod topic;
 pub mod validate;
 
 use std::sync::Arc;
@@ -61,14 +63,15 @@ impl Operator for KafkaOperator {
     }
 
     /// What the controllers use, nothing more (Events and Leases are in the base rules):
-    /// read KafkaClusters and patch their status; read KafkaTopics (the runner lists each
-    /// CRD to know it is served before the controllers start); own the StatefulSets, Services, ConfigMap
+    /// read KafkaClusters and patch their status; read KafkaTopics, patch them (the topic
+    /// controller's finalizer) and their status; own the StatefulSets, Services, ConfigMap
     /// and PodDisruptionBudgets; read pods, delete them to roll, and patch their status to set
     /// the readiness gate that says a node serves. No Secret: nothing here reads one.
     fn rbac_rules() -> Vec<Rule> {
         vec![
-            Rule::new(GROUP, &["kafkaclusters", "kafkatopics"], READ),
-            Rule::new(GROUP, &["kafkaclusters/status"], &["patch"]),
+            Rule::new(GROUP, &["kafkaclusters"], READ),
+            Rule::new(GROUP, &["kafkatopics"], &["get", "list", "watch", "patch"]),
+            Rule::new(GROUP, &["kafkaclusters/status", "kafkatopics/status"], &["patch"]),
             Rule::new("apps", &["statefulsets"], OWN),
             Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
             Rule::new("policy", &["poddisruptionbudgets"], OWN),

@@ -42,6 +42,30 @@ pub enum Kafka {
     /// The brokers run another cluster id than this resource's: its volumes hold another
     /// cluster's data.
     ClusterIdMismatch,
+
+    // ---- topics (KafkaTopic conditions and Events) ----
+    /// The topic's KafkaCluster has not served yet: no broker has registered, so there is
+    /// nowhere to create the topic.
+    ClusterNotServing,
+    /// The topic was created as the spec says.
+    TopicCreated,
+    /// The topic was grown to the spec's partitions.
+    PartitionsAdded,
+    /// Listed topic config keys that differed were set to the spec's values.
+    TopicReconfigured,
+    /// The topic exists (Ready).
+    TopicReady,
+    /// The topic is as the spec says (InSync).
+    TopicInSync,
+    /// The topic differs from the spec (InSync False; see `status.differences`).
+    TopicDiffers,
+    /// The topic has another id than before: it was deleted and created again outside the
+    /// operator, and its records are gone.
+    TopicRecreated,
+    /// The resource was deleted with `deletionPolicy: Delete`, and the topic with it.
+    TopicDeleted,
+    /// The resource was deleted with `deletionPolicy: Retain`: the topic stays.
+    TopicRetained,
 }
 
 impl Catalogue for Kafka {}

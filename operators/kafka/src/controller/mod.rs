@@ -7,9 +7,12 @@
 //!   nodes through the admin client, marks pods ready once their node serves, applies the
 //!   cluster-wide dynamic configuration, rolls new pod revisions behind Kafka's gates and writes
 //!   the status.
+//! - [`topic`]: the KafkaTopic controller (create, grow, configure, report drift, delete per
+//!   the deletion policy).
 
 pub mod reconcile;
 pub mod task;
+pub mod topic;
 
 use std::sync::Arc;
 
@@ -66,6 +69,9 @@ pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         .owns(Api::<ConfigMap>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<PodDisruptionBudget>::namespaced(client, &ns), owned);
     let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone()));
-    rt.run_controller("kafkacluster", clusters, ctx, reconcile::reconcile, shutdown).await;
+    tokio::join!(
+        rt.run_controller("kafkacluster", clusters, ctx, reconcile::reconcile, shutdown.clone()),
+        topic::run(rt.clone(), shutdown),
+    );
     Ok(())
 }

@@ -1,0 +1,273 @@
+//! The topic controller against a real kube-apiserver and a real Kafka 4.4 cluster (3
+//! controllers, 3 brokers on loopback; see `support`), running as the operator's service
+//! account with exactly the Role its `rbac` rules render. The KafkaCluster is a resource
+//! whose status names the loopback broker as its bootstrap address, as the per-cluster
+//! task would write it (no task runs here: there are no pods).
+//!
+//! One test, in steps that build on each other (each JVM takes seconds to start on 2
+//! cores): a topic waits for a missing cluster; is created as the spec says; a config key
+//! changed outside the operator is set back, and an unlisted one is left; partitions grow;
+//! an observed topic is reported and left alone; reconciles of unchanged topics write
+//! nothing; deletion deletes the topic or keeps it, as the policy says.
+
+#[allow(
+    dead_code,
+    reason = "the harness is shared with tests/admin.rs, which stops and restarts nodes; this file does not"
+)]
+mod support;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use statecraft_kafka::KafkaOperator;
+use statecraft_kafka::admin::Admin;
+use statecraft_kafka::api::{KafkaCluster, KafkaTopic, KafkaTopicStatus};
+use statecraft_kafka::controller::topic;
+use statecraft_kafka::observed::{ConfigChange, ConfigResource};
+use statecraft_shared::rbac::{OperatorRbac, render};
+use statecraft_shared::runner::{Operator, Runtime};
+use statecraft_shared::testing::apiserver::ApiServer;
+use statecraft_shared::tokio_util::sync::CancellationToken;
+use support::BROKERS;
+
+const NS: &str = "topics";
+const OPERATOR: &str = "system:serviceaccount:topics:statecraft-kafka";
+/// Longest wait for the controller to converge after a change.
+const CONVERGE: Duration = Duration::from_secs(60);
+
+/// Polls `check` until it returns `Ok`, panicking with the last answer after `CONVERGE`.
+async fn until<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(last) if Instant::now() > deadline => panic!("{what}: still not after {CONVERGE:?}: {last}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    }
+}
+
+/// The status of KafkaTopic `name` once `check` accepts it.
+async fn status_until(
+    topics: &Api<KafkaTopic>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&KafkaTopicStatus) -> bool,
+) -> KafkaTopicStatus {
+    until(what, || async {
+        let status = topics.get(name).await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+        if check(&status) { Ok(status) } else { Err(format!("{status:?}")) }
+    })
+    .await
+}
+
+/// Condition `type_` of `status`: (status, reason).
+fn condition(status: &KafkaTopicStatus, type_: &str) -> Option<(String, String)> {
+    status.conditions.iter().find(|c| c.type_ == type_).map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+fn is(status: &KafkaTopicStatus, type_: &str, value: &str, reason: &str) -> bool {
+    condition(status, type_) == Some((value.to_owned(), reason.to_owned()))
+}
+
+fn topic_object(name: &str, spec: serde_json::Value) -> KafkaTopic {
+    serde_json::from_value(json!({
+        "apiVersion": "kafka.statecraft.io/v1alpha1", "kind": "KafkaTopic",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// The CRDs, the namespace, and the operator's rendered Role bound to its service account.
+async fn install(client: &Client) {
+    let pp = PostParams::default();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in KafkaOperator::crds() {
+        crds.create(&pp, &crd).await.unwrap();
+    }
+    let ns = Namespace { metadata: ObjectMeta { name: Some(NS.into()), ..Default::default() }, ..Default::default() };
+    Api::<Namespace>::all(client.clone()).create(&pp, &ns).await.unwrap();
+    let rbac = render(&OperatorRbac::with_base_rules(KafkaOperator::NAME, NS, KafkaOperator::rbac_rules())).unwrap();
+    Api::<Role>::namespaced(client.clone(), NS).create(&pp, &rbac.role).await.unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), NS).create(&pp, &rbac.role_binding).await.unwrap();
+    until("the CRDs to be served", || async {
+        Api::<KafkaTopic>::namespaced(client.clone(), NS).list(&Default::default()).await.map_err(|e| e.to_string())?;
+        Api::<KafkaCluster>::namespaced(client.clone(), NS)
+            .list(&Default::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+}
+
+/// Touches KafkaTopic `name` (an annotation: no new generation), which makes the
+/// controller reconcile it at once.
+async fn touch(topics: &Api<KafkaTopic>, name: &str, value: &str) {
+    let patch = json!({"metadata": {"annotations": {"test/touch": value}}});
+    topics.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+}
+
+async fn retention(admin: &Admin, topic: &str) -> Option<String> {
+    let resource = ConfigResource::Topic(topic.to_owned());
+    let mut configs = admin.describe_configs(std::slice::from_ref(&resource)).await.unwrap();
+    configs.remove(&resource)?.get("retention.ms")?.value.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_are_created_corrected_observed_and_deleted_as_their_spec_says() {
+    let (server, kafka) = tokio::join!(ApiServer::start(), support::KafkaCluster::start());
+    let server = server.unwrap();
+    let client = server.client().await.unwrap();
+    install(&client).await;
+    let admin = kafka.admin(BROKERS[0]).await;
+    let topics: Api<KafkaTopic> = Api::namespaced(client.clone(), NS);
+    let pp = PostParams::default();
+
+    // The controller, with the operator's own rights only.
+    let operator = server.client_as(OPERATOR, &["system:serviceaccounts"]).await.unwrap();
+    let rt = std::sync::Arc::new(Runtime::new(operator, NS.into(), KafkaOperator::NAME, "test".into()).unwrap());
+    let shutdown = CancellationToken::new();
+    let controller = tokio::spawn(topic::run(rt, shutdown.clone()));
+
+    // A topic of a cluster that does not exist waits, saying so.
+    topics.create(&pp, &topic_object("orphan", json!({"clusterName": "nowhere", "partitions": 1}))).await.unwrap();
+    status_until(&topics, "orphan", "the orphan to wait", |s| is(s, "Ready", "False", "ClusterNotFound")).await;
+    // Deleted, it goes at once: a cluster that does not exist has no topic to delete.
+    topics.delete("orphan", &DeleteParams::default()).await.unwrap();
+    until("the orphan gone", || async {
+        match topics.get_opt("orphan").await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
+        }
+    })
+    .await;
+
+    // The cluster, as the per-cluster task reports it once a broker registered.
+    let cluster: KafkaCluster = serde_json::from_value(json!({
+        "apiVersion": "kafka.statecraft.io/v1alpha1", "kind": "KafkaCluster", "metadata": {"name": "events"},
+        "spec": {"combined": {"replicas": 3, "storage": {"size": "1Gi"}}},
+    }))
+    .unwrap();
+    let clusters: Api<KafkaCluster> = Api::namespaced(client.clone(), NS);
+    clusters.create(&pp, &cluster).await.unwrap();
+    let orders = topic_object(
+        "orders",
+        json!({"clusterName": "events", "partitions": 3, "replicationFactor": 3,
+               "config": {"retention.ms": "60000"}, "deletionPolicy": "Delete"}),
+    );
+    topics.create(&pp, &orders).await.unwrap();
+    status_until(&topics, "orders", "orders to wait for the cluster to serve", |s| {
+        is(s, "Ready", "False", "ClusterNotServing")
+    })
+    .await;
+    let status = json!({"status": {"clusterId": kafka.cluster_id, "bootstrap": kafka.address(BROKERS[0])}});
+    clusters.patch_status("events", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    // Created as the spec says, in sync; Kafka has it so.
+    let created = status_until(&topics, "orders", "orders to be created", |s| {
+        is(s, "Ready", "True", "TopicReady") && is(s, "InSync", "True", "TopicInSync")
+    })
+    .await;
+    let found = admin.topic("orders").await.unwrap().expect("orders exists in Kafka");
+    assert_eq!(found.partitions.len(), 3);
+    assert!(found.partitions.iter().all(|p| p.replicas.len() == 3), "{found:?}");
+    assert_eq!(created.topic_id.as_deref(), Some(found.id.as_str()));
+    assert_eq!((created.partitions, created.replication_factor), (Some(3), Some(3)));
+    assert_eq!(created.topic_name.as_deref(), Some("orders"));
+    assert_eq!(retention(&admin, "orders").await.as_deref(), Some("60000"));
+
+    // Changed outside the operator: the listed key is set back, an unlisted one stays.
+    let outside = [
+        ConfigChange::Set("retention.ms".into(), "1000".into()),
+        ConfigChange::Set("segment.ms".into(), "3600000".into()),
+    ];
+    admin.alter_configs(&ConfigResource::Topic("orders".into()), &outside).await.unwrap();
+    touch(&topics, "orders", "drift").await;
+    until("retention.ms set back", || async {
+        match retention(&admin, "orders").await.as_deref() {
+            Some("60000") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let resource = ConfigResource::Topic("orders".into());
+    let configs = admin.describe_configs(std::slice::from_ref(&resource)).await.unwrap();
+    assert_eq!(configs[&resource]["segment.ms"].value.as_deref(), Some("3600000"), "an unlisted key is left alone");
+
+    // Partitions grow with the spec.
+    topics.patch("orders", &PatchParams::default(), &Patch::Merge(json!({"spec": {"partitions": 6}}))).await.unwrap();
+    status_until(&topics, "orders", "orders to have 6 partitions", |s| {
+        s.partitions == Some(6) && is(s, "InSync", "True", "TopicInSync")
+    })
+    .await;
+    assert_eq!(admin.topic("orders").await.unwrap().unwrap().partitions.len(), 6);
+
+    // A topic made outside, adopted with Observe: reported, never changed.
+    let mut keep = std::collections::BTreeMap::new();
+    keep.insert("retention.ms".to_owned(), "1000".to_owned());
+    admin.create_topic("Audit.log", 2, 1, &keep).await.unwrap();
+    let audit = topic_object(
+        "audit",
+        json!({"clusterName": "events", "topicName": "Audit.log", "partitions": 4,
+               "config": {"retention.ms": "60000"}, "ownership": "Observe"}),
+    );
+    topics.create(&pp, &audit).await.unwrap();
+    let observed =
+        status_until(&topics, "audit", "audit to be reported", |s| is(s, "InSync", "False", "TopicDiffers")).await;
+    assert!(is(&observed, "Ready", "True", "TopicReady"), "{observed:?}");
+    let fields: Vec<&str> = observed.differences.iter().map(|d| d.field.as_str()).collect();
+    assert_eq!(fields, ["spec.partitions", "spec.config.retention.ms"], "{observed:?}");
+    assert_eq!(observed.differences[1].actual.as_deref(), Some("1000"));
+    assert_eq!(admin.topic("Audit.log").await.unwrap().unwrap().partitions.len(), 2, "an observed topic is not grown");
+    assert_eq!(retention(&admin, "Audit.log").await.as_deref(), Some("1000"), "nor reconfigured");
+
+    // Steady state: reconciles of unchanged topics read, and write nothing. (The reconcile
+    // that follows each change, two seconds later, is over first.)
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let writes = ["create", "update", "patch", "delete"];
+    let reads_before = server.audit_count(OPERATOR, &["get"]).unwrap();
+    let writes_before = server.audit_count(OPERATOR, &writes).unwrap();
+    for name in ["orders", "audit"] {
+        touch(&topics, name, "steady").await;
+    }
+    // Each reconcile reads the topic's KafkaCluster once: two more reads show both ran.
+    until("both topics reconciled", || async {
+        let reads = server.audit_count(OPERATOR, &["get"]).map_err(|e| e.to_string())?;
+        if reads >= reads_before + 2 { Ok(()) } else { Err(format!("{} reads", reads - reads_before)) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(server.audit_count(OPERATOR, &writes).unwrap(), writes_before, "writes in steady state");
+
+    // Deletion: Delete takes the topic along, Retain keeps it; both resources go.
+    topics.delete("orders", &DeleteParams::default()).await.unwrap();
+    topics.delete("audit", &DeleteParams::default()).await.unwrap();
+    until("both resources gone", || async {
+        let left = topics.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let names: Vec<String> = left.items.iter().filter_map(|t| t.metadata.name.clone()).collect();
+        if names.is_empty() { Ok(()) } else { Err(format!("{names:?}")) }
+    })
+    .await;
+    until("orders deleted in Kafka", || async {
+        match admin.topic("orders").await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(t) => Err(format!("{t:?}")),
+        }
+    })
+    .await;
+    assert!(admin.topic("Audit.log").await.unwrap().is_some(), "a retained topic stays");
+
+    shutdown.cancel();
+    controller.await.unwrap();
+}

@@ -64,8 +64,12 @@ pub enum Kafka {
     TopicRecreated,
     /// The resource was deleted with `deletionPolicy: Delete`, and the topic with it.
     TopicDeleted,
-    /// The resource was deleted with `deletionPolicy: Retain`: the topic stays.
+    /// The resource was deleted with `deletionPolicy: Retain`, or while another KafkaTopic
+    /// still names the topic: the topic stays.
     TopicRetained,
+    /// An older KafkaTopic names the same topic of the same cluster and acts on it: this one
+    /// changes nothing (Ready False) until that one is gone.
+    TopicClaimed,
 }
 
 impl Catalogue for Kafka {}

@@ -6,10 +6,17 @@
 //! Kafka has, so a key another tool (or a person with `kafka-configs.sh`) sets is never
 //! undone. Partitions only grow, and a replication factor is never changed (that needs a
 //! reassignment): such differences are reported, not acted on.
+//!
+//! Several KafkaTopics may name one topic of one cluster; only the first ([`claimant`])
+//! acts on it, and none deletes it while another still names it ([`also_named_by`]).
+//! Otherwise two specs would undo each other's changes, and deleting one resource with
+//! `deletionPolicy: Delete` would take the records the other one still asks for.
 
 use std::collections::BTreeMap;
 
-use crate::api::{KafkaTopicSpec, TopicDifference, TopicOwnership};
+use kube::ResourceExt;
+
+use crate::api::{KafkaTopic, KafkaTopicSpec, TopicDifference, TopicOwnership};
 use crate::observed::{Config, ConfigChange, Topic};
 
 /// CreateTopics' replication factor meaning "the brokers' `default.replication.factor`",
@@ -118,6 +125,37 @@ pub fn plan(spec: &KafkaTopicSpec, found: Option<&Found>) -> Plan {
         .map(|(key, desired)| ConfigChange::Set(key.clone(), desired.clone()))
         .collect();
     Plan::Update { grow_to, config }
+}
+
+/// The name of the topic in Kafka: `spec.topicName`, or the resource's name.
+pub fn kafka_name(topic: &KafkaTopic) -> String {
+    topic.spec.topic_name.clone().unwrap_or_else(|| topic.name_any())
+}
+
+/// Whether `a` and `b` name the same topic of the same cluster.
+fn same_topic(a: &KafkaTopic, b: &KafkaTopic) -> bool {
+    a.spec.cluster_name == b.spec.cluster_name && kafka_name(a) == kafka_name(b)
+}
+
+/// Of the KafkaTopics in `topics` (those of `topic`'s namespace) that name the same topic
+/// of the same cluster as `topic`, the one that acts on it: the oldest, then the first by
+/// resource name (creation times are whole seconds). `topic` itself when it is the only
+/// one, or when `topics` does not hold it yet. Being deleted does not give up a claim:
+/// the next one takes over once the resource is gone.
+pub fn claimant<'a>(topic: &'a KafkaTopic, topics: impl IntoIterator<Item = &'a KafkaTopic>) -> &'a KafkaTopic {
+    let order = |t: &KafkaTopic| (t.metadata.creation_timestamp.as_ref().map(|c| c.0), t.name_any());
+    topics.into_iter().filter(|t| same_topic(t, topic)).chain([topic]).min_by_key(|t| order(t)).unwrap_or(topic)
+}
+
+/// Another KafkaTopic in `topics`, not being deleted, that names the same topic of the
+/// same cluster as `topic`: while there is one, deleting `topic` leaves the topic in Kafka.
+pub fn also_named_by<'a>(
+    topic: &KafkaTopic,
+    topics: impl IntoIterator<Item = &'a KafkaTopic>,
+) -> Option<&'a KafkaTopic> {
+    topics
+        .into_iter()
+        .find(|t| t.uid() != topic.uid() && t.metadata.deletion_timestamp.is_none() && same_topic(t, topic))
 }
 
 #[cfg(test)]
@@ -230,6 +268,52 @@ mod tests {
             plan(&s, Some(&f)),
             Plan::Update { grow_to: None, config: vec![ConfigChange::Set("no.such.key".into(), "1".into())] }
         );
+    }
+
+    /// KafkaTopic `name` of `cluster`, created at second `created`, naming `topic_name`.
+    fn resource(name: &str, cluster: &str, topic_name: Option<&str>, created: u32, deleting: bool) -> KafkaTopic {
+        let mut metadata = serde_json::json!({
+            "name": name, "uid": format!("uid-{name}"),
+            "creationTimestamp": format!("2026-12-04T10:00:{created:02}Z"),
+        });
+        if deleting {
+            metadata["deletionTimestamp"] = "2026-12-04T11:00:00Z".into();
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kafka.statecraft.io/v1alpha1", "kind": "KafkaTopic", "metadata": metadata,
+            "spec": {"clusterName": cluster, "topicName": topic_name, "partitions": 1},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_oldest_of_the_resources_naming_a_topic_acts_on_it_then_the_first_by_name() {
+        let orders = resource("orders", "events", None, 5, false);
+        let again = resource("orders-again", "events", Some("orders"), 3, false);
+        let tie = resource("a-orders", "events", Some("orders"), 3, false);
+        let other_cluster = resource("orders-other", "audit", Some("orders"), 1, false);
+        let other_topic = resource("payments", "events", None, 0, false);
+        let all = [&orders, &again, &tie, &other_cluster, &other_topic];
+        assert_eq!(claimant(&orders, all).name_any(), "a-orders");
+        assert_eq!(claimant(&again, all).name_any(), "a-orders");
+        assert_eq!(claimant(&other_cluster, all).name_any(), "orders-other", "another cluster's topic");
+        assert_eq!(claimant(&other_topic, all).name_any(), "payments");
+        assert_eq!(claimant(&orders, [&orders, &other_topic]).name_any(), "orders", "alone");
+        assert_eq!(claimant(&orders, []).name_any(), "orders", "not in the cache yet");
+        // A claim holds while its resource is being deleted.
+        let deleting = resource("first", "events", Some("orders"), 0, true);
+        assert_eq!(claimant(&orders, [&orders, &deleting]).name_any(), "first");
+    }
+
+    #[test]
+    fn a_topic_another_resource_still_names_is_not_deleted_with_this_one() {
+        let orders = resource("orders", "events", None, 5, true);
+        let again = resource("orders-again", "events", Some("orders"), 7, false);
+        let gone_too = resource("orders-gone", "events", Some("orders"), 8, true);
+        let other_cluster = resource("orders-other", "audit", Some("orders"), 1, false);
+        assert_eq!(also_named_by(&orders, [&orders, &again]).map(|t| t.name_any()).as_deref(), Some("orders-again"));
+        assert!(also_named_by(&orders, [&orders, &gone_too, &other_cluster]).is_none());
+        assert!(also_named_by(&orders, [&orders]).is_none(), "itself does not count");
     }
 
     proptest! {

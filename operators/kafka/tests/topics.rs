@@ -7,7 +7,8 @@
 //! One test, in steps that build on each other (each JVM takes seconds to start on 2
 //! cores): a topic waits for a missing cluster; is created as the spec says; a config key
 //! changed outside the operator is set back, and an unlisted one is left; partitions grow;
-//! an observed topic is reported and left alone; reconciles of unchanged topics write
+//! a second resource naming the same topic waits and its deletion keeps the topic; an
+//! observed topic is reported and left alone; reconciles of unchanged topics write
 //! nothing; deletion deletes the topic or keeps it, as the policy says.
 
 #[allow(
@@ -125,7 +126,7 @@ async fn retention(admin: &Admin, topic: &str) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn topics_are_created_corrected_observed_and_deleted_as_their_spec_says() {
+async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their_spec_says() {
     let (server, kafka) = tokio::join!(ApiServer::start(), support::KafkaCluster::start());
     let server = server.unwrap();
     let client = server.client().await.unwrap();
@@ -212,6 +213,32 @@ async fn topics_are_created_corrected_observed_and_deleted_as_their_spec_says() 
     })
     .await;
     assert_eq!(admin.topic("orders").await.unwrap().unwrap().partitions.len(), 6);
+
+    // A second resource naming the same topic waits and changes nothing; deleted with
+    // `Delete`, it leaves the topic to the first one.
+    let again = topic_object(
+        "orders-again",
+        json!({"clusterName": "events", "topicName": "orders", "partitions": 8,
+               "config": {"retention.ms": "5000"}, "deletionPolicy": "Delete"}),
+    );
+    topics.create(&pp, &again).await.unwrap();
+    let claimed =
+        status_until(&topics, "orders-again", "orders-again to wait", |s| is(s, "Ready", "False", "TopicClaimed"))
+            .await;
+    let message = &claimed.conditions.iter().find(|c| c.type_ == "Ready").unwrap().message;
+    assert!(message.contains("KafkaTopic orders's"), "{message}");
+    topics.delete("orders-again", &DeleteParams::default()).await.unwrap();
+    until("orders-again gone", || async {
+        match topics.get_opt("orders-again").await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
+        }
+    })
+    .await;
+    let kept = admin.topic("orders").await.unwrap().expect("orders stays in Kafka");
+    assert_eq!(kept.partitions.len(), 6, "the second resource did not grow it");
+    assert_eq!(retention(&admin, "orders").await.as_deref(), Some("60000"), "nor reconfigure it");
+    assert_eq!(Some(kept.id), created.topic_id, "nor delete it");
 
     // A topic made outside, adopted with Observe: reported, never changed.
     let mut keep = std::collections::BTreeMap::new();

@@ -4,6 +4,10 @@
 //! and DescribeConfigs for a topic and forwards CreateTopics, CreatePartitions and
 //! IncrementalAlterConfigs to the active controller.
 //!
+//! Several KafkaTopics may name one topic: only the oldest acts on it (the others wait,
+//! `TopicClaimed`), and deleting one leaves the topic while another still names it
+//! ([`crate::topic::claimant`], read from the controller's cache of KafkaTopics).
+//!
 //! Every topic carries a finalizer, so that a `Delete` policy is carried out before the
 //! resource goes; with `Retain` (the default), or when the cluster itself is gone, the
 //! finalizer is simply removed and the data stays.
@@ -15,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use statecraft_shared::backup::controller::cluster_not_found;
@@ -31,7 +36,7 @@ use crate::admin::{Admin, AdminError};
 use crate::api::{DeletionPolicy, KafkaCluster, KafkaTopic, KafkaTopicStatus};
 use crate::observed::ConfigResource;
 use crate::reason::Kafka;
-use crate::topic::{Found, Plan, differences, plan};
+use crate::topic::{Found, Plan, also_named_by, claimant, differences, kafka_name, plan};
 use crate::validate::{ValidTopic, validate_topic};
 
 /// The finalizer every KafkaTopic carries.
@@ -48,20 +53,31 @@ const AFTER_CHANGE: Duration = Duration::from_secs(2);
 /// How long one admin call may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What every reconcile gets: the runtime, and the controller's cache of the namespace's
+/// KafkaTopics (to see which other resources name the same topic, without an API call).
+pub struct Context {
+    rt: Arc<Runtime>,
+    topics: Store<KafkaTopic>,
+}
+
 /// Runs the topic controller until `shutdown`.
 pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) {
-    let topics =
+    let controller =
         Controller::new(Api::<KafkaTopic>::namespaced(rt.client.clone(), &rt.namespace), watcher::Config::default());
-    rt.run_controller("kafkatopic", topics, rt.clone(), reconcile, shutdown).await;
+    let ctx = Arc::new(Context { rt: rt.clone(), topics: controller.store() });
+    rt.run_controller("kafkatopic", controller, ctx, reconcile, shutdown).await;
 }
 
 /// Reconciles one KafkaTopic.
-pub async fn reconcile(topic: Arc<KafkaTopic>, rt: Arc<Runtime>) -> Result<Action> {
-    let api: Api<KafkaTopic> = Api::namespaced(rt.client.clone(), &rt.namespace);
+pub async fn reconcile(topic: Arc<KafkaTopic>, ctx: Arc<Context>) -> Result<Action> {
+    let api: Api<KafkaTopic> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
+    let others = ctx.topics.state();
+    let others: Vec<&KafkaTopic> = others.iter().map(AsRef::as_ref).collect();
+    let rt = &ctx.rt;
     with_finalizer(&api, FINALIZER, topic, |event| async move {
         match event {
-            FinalizerEvent::Apply(topic) => apply(&rt, &topic).await,
-            FinalizerEvent::Cleanup(topic) => cleanup(&rt, &topic).await,
+            FinalizerEvent::Apply(topic) => apply(rt, &topic, &others).await,
+            FinalizerEvent::Cleanup(topic) => cleanup(rt, &topic, &others).await,
         }
     })
     .await
@@ -95,7 +111,7 @@ async fn observe(admin: &Admin, name: &str) -> Result<Option<Found>, AdminError>
     Ok(Some(Found { topic, config }))
 }
 
-async fn apply(rt: &Runtime, topic: &KafkaTopic) -> Result<Action> {
+async fn apply(rt: &Runtime, topic: &KafkaTopic, others: &[&KafkaTopic]) -> Result<Action> {
     let valid = match validate_topic(&topic.name_any(), &topic.spec) {
         Ok(valid) => valid,
         Err(err) => {
@@ -106,7 +122,12 @@ async fn apply(rt: &Runtime, topic: &KafkaTopic) -> Result<Action> {
     let mut status = topic.status.clone().unwrap_or_default();
     status.observed_generation = topic.metadata.generation;
     status.topic_name = Some(valid.topic_name.clone());
-    let outcome = converge(rt, topic, &valid, &mut status).await;
+    let first = claimant(topic, others.iter().copied());
+    let outcome = if first.uid() == topic.uid() {
+        converge(rt, topic, &valid, &mut status).await
+    } else {
+        claimed(rt, topic, first, &mut status).await
+    };
     if let Err(err) = &outcome {
         set_condition(
             &mut status.conditions,
@@ -186,6 +207,29 @@ async fn converge(
     Ok(Action::requeue(if changed { AFTER_CHANGE } else { RESYNC }))
 }
 
+/// Another KafkaTopic, `first`, acts on this one's topic: this one waits, saying so (a
+/// Warning the first time), and changes nothing in Kafka.
+async fn claimed(
+    rt: &Runtime,
+    topic: &KafkaTopic,
+    first: &KafkaTopic,
+    status: &mut KafkaTopicStatus,
+) -> Result<Action> {
+    let message = format!(
+        "topic {} of KafkaCluster {} is KafkaTopic {}'s, created first: this resource changes nothing until that one is gone",
+        kafka_name(topic),
+        topic.spec.cluster_name,
+        first.name_any()
+    );
+    let reason = Kafka::TopicClaimed;
+    let ready = status.conditions.iter().find(|c| c.type_ == ConditionType::Ready.to_string());
+    if ready.is_none_or(|c| c.reason != Reason::from(reason).as_str()) {
+        rt.events.warning(topic, reason, "Claim", message.clone()).await;
+    }
+    set_condition(&mut status.conditions, ConditionType::Ready, false, reason, &message, status.observed_generation);
+    Ok(Action::requeue(CLUSTER_WAIT))
+}
+
 /// Carries out `plan`, one Event per change.
 async fn act(rt: &Runtime, topic: &KafkaTopic, admin: &Admin, name: &str, plan: &Plan) -> Result<()> {
     match plan {
@@ -224,8 +268,13 @@ async fn act(rt: &Runtime, topic: &KafkaTopic, admin: &Admin, name: &str, plan: 
 
 /// The resource is being deleted: with `Delete`, the topic goes first (unless its cluster is
 /// gone, and the topic with it); with `Retain`, nothing is done to Kafka.
-async fn cleanup(rt: &Runtime, topic: &KafkaTopic) -> Result<Action> {
-    let name = topic.spec.topic_name.clone().unwrap_or_else(|| topic.name_any());
+async fn cleanup(rt: &Runtime, topic: &KafkaTopic, others: &[&KafkaTopic]) -> Result<Action> {
+    let name = kafka_name(topic);
+    if let Some(other) = also_named_by(topic, others.iter().copied()) {
+        let note = format!("topic {name} and its records stay in Kafka: KafkaTopic {} names it too", other.name_any());
+        rt.events.normal(topic, Kafka::TopicRetained, "Delete", note).await;
+        return Ok(Action::await_change());
+    }
     if topic.spec.deletion_policy == DeletionPolicy::Retain {
         rt.events
             .normal(

@@ -21,6 +21,24 @@ pub struct Quorum {
     pub observers: Vec<QuorumReplica>,
 }
 
+impl Quorum {
+    /// Whether every initial voter (`initial`: node id and directory id) has formatted its
+    /// storage and joined: it is listed as a voter with the directory id it was formatted
+    /// with, and it leads or the leader has heard a fetch from it (so its metadata log
+    /// exists). Until then a controller without a metadata log may be one that never
+    /// started (its pod not scheduled yet), which must still format as an initial voter.
+    pub fn bootstrapped(&self, initial: &[(i32, String)]) -> bool {
+        self.leader_id.is_some()
+            && initial.iter().all(|(id, directory)| {
+                self.voters.iter().any(|v| {
+                    v.id == *id
+                        && v.directory_id.as_ref() == Some(directory)
+                        && (self.leader_id == Some(v.id) || v.last_fetch_timestamp.is_some())
+                })
+            })
+    }
+}
+
 /// One replica of the metadata log, as DescribeQuorum reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QuorumReplica {
@@ -150,4 +168,41 @@ pub struct Features {
     pub finalized: BTreeMap<String, i16>,
     /// Supported (min, max) per feature of the answering node.
     pub supported: BTreeMap<String, (i16, i16)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn voter(id: i32, directory: &str, fetched: bool) -> QuorumReplica {
+        QuorumReplica {
+            id,
+            directory_id: Some(directory.to_owned()),
+            log_end_offset: if fetched { 10 } else { -1 },
+            last_fetch_timestamp: fetched.then_some(1_700_000_000_000),
+            last_caught_up_timestamp: None,
+        }
+    }
+
+    fn initial() -> Vec<(i32, String)> {
+        vec![(0, "d0".into()), (1, "d1".into()), (2, "d2".into())]
+    }
+
+    #[test]
+    fn the_quorum_is_bootstrapped_once_every_initial_voter_was_heard_with_its_directory() {
+        let mut quorum = Quorum {
+            leader_id: Some(0),
+            voters: vec![voter(0, "d0", false), voter(1, "d1", true), voter(2, "d2", true)],
+            ..Quorum::default()
+        };
+        assert!(quorum.bootstrapped(&initial()), "the leader counts without a fetch of its own");
+        quorum.voters[2] = voter(2, "d2", false);
+        assert!(!quorum.bootstrapped(&initial()), "voter 2 never fetched: its pod may not have started");
+        quorum.voters[2] = voter(2, "other", true);
+        assert!(!quorum.bootstrapped(&initial()), "another directory: not the voter formatted as initial");
+        quorum.voters.pop();
+        assert!(!quorum.bootstrapped(&initial()), "voter 2 not listed");
+        let quorum = Quorum { leader_id: None, ..quorum };
+        assert!(!quorum.bootstrapped(&[]), "no leader, no quorum");
+    }
 }

@@ -124,6 +124,13 @@ async fn quorum_through_a_broker(cluster: &KafkaCluster, admin: &Admin) {
         assert_eq!(voter.directory_id.as_ref(), Some(&cluster.directory_ids[&voter.id]), "{voter:?}");
         assert!(voter.log_end_offset > 0, "{voter:?}");
     }
+    // What the operator's `quorumBootstrapped` rests on, as real Kafka reports it: every
+    // initial voter listed with its directory id and heard from; another directory is not.
+    let initial: Vec<(i32, String)> = cluster.directory_ids.iter().map(|(id, d)| (*id, d.clone())).collect();
+    assert!(quorum.bootstrapped(&initial), "{quorum:?}");
+    let mut other = initial.clone();
+    other[0].1 = "AAAAAAAAAAAAAAAAAAAAAA".into();
+    assert!(!quorum.bootstrapped(&other), "{quorum:?}");
     for observer in quorum.observers.iter().filter(|o| BROKERS.contains(&o.id)) {
         assert!(observer.last_fetch_timestamp.is_some(), "{observer:?}");
         assert!(observer.directory_id.is_some(), "brokers have directory ids too: {observer:?}");

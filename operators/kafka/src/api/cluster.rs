@@ -430,6 +430,13 @@ pub struct KafkaClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_controller: Option<i32>,
 
+    /// Every initial voter has formatted its storage and been heard from by the quorum's
+    /// leader. From then on a controller that starts without a metadata log (its volume
+    /// was lost) formats as a new observer, never as an initial voter again (that would
+    /// let it vote with an empty log). Set once, never unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum_bootstrapped: Option<bool>,
+
     /// The metadata quorum, as last described by a controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<QuorumStatus>,

@@ -164,14 +164,24 @@ pub fn render(props: &[(String, String)]) -> String {
 
 /// The voters a new cluster's controllers format with: `<id>@<host>:9093:<directory id>`.
 pub fn initial_controllers(valid: &ValidCluster, names: &Names, uid: &str) -> String {
+    let (role, _) = voters(&valid.layout);
+    initial_voters(valid, uid)
+        .into_iter()
+        .enumerate()
+        .map(|(k, (id, directory))| format!("{id}@{}:{CONTROLLER_PORT}:{directory}", names.host(role, k as u32)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The initial voters of the cluster with `uid`: node id and directory id, by ordinal.
+pub fn initial_voters(valid: &ValidCluster, uid: &str) -> Vec<(i32, String)> {
     let (role, count) = voters(&valid.layout);
     (0..count)
         .map(|k| {
             let id = crate::nodes::node_id(role, k);
-            format!("{id}@{}:{CONTROLLER_PORT}:{}", names.host(role, k as u32), super::ids::directory_id(uid, id))
+            (id, super::ids::directory_id(uid, id))
         })
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect()
 }
 
 /// A stable 64-bit FNV-1a hash, hex.

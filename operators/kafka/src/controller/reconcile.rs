@@ -39,8 +39,8 @@ pub fn check(cluster: &KafkaCluster) -> Result<ValidCluster> {
 }
 
 /// What the builders need from outside the spec: the cluster id (kept in status once seen,
-/// else derived from the resource's uid), whether the quorum was bootstrapped (a cluster id
-/// in status means a broker registered with the quorum and answered with it), and the
+/// else derived from the resource's uid), whether the quorum was bootstrapped
+/// (`status.quorumBootstrapped`; a status from before that field: a cluster id in it), and the
 /// external address of each broker known so far (`external`: the external Services as the
 /// API server has them, by ordinal).
 pub fn inputs(
@@ -48,7 +48,7 @@ pub fn inputs(
     valid: &ValidCluster,
     external: &BTreeMap<i32, Service>,
 ) -> Result<build::Inputs> {
-    let bootstrapped = cluster.status.as_ref().is_some_and(|s| s.cluster_id.is_some());
+    let bootstrapped = cluster.status.as_ref().is_some_and(|s| s.quorum_bootstrapped.unwrap_or(s.cluster_id.is_some()));
     let cluster_id = cluster_id(cluster)?;
     let external_addresses = (0..valid.spec.listeners.external.as_ref().map_or(0, |_| valid.layout.brokers()))
         .filter_map(|ordinal| {

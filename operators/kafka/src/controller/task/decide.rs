@@ -160,6 +160,19 @@ pub fn caught_up_voter(quorum: &Quorum, fetch_timeout_ms: Option<i64>, id: i32) 
     roll::is_caught_up_voter(&snapshot, id)
 }
 
+/// `status.quorumBootstrapped` after a pass: once true, true for good; else whether the
+/// quorum is bootstrapped now ([`Quorum::bootstrapped`], `None` when no controller
+/// answered). A status written before the field existed (`previous` `None`) had the
+/// quorum bootstrapped once it had a cluster id (`had_cluster_id`), the rule then.
+pub fn next_bootstrapped(previous: Option<bool>, had_cluster_id: bool, now: Option<bool>) -> Option<bool> {
+    match (previous, now) {
+        (None, _) if had_cluster_id => Some(true),
+        (Some(true), _) => Some(true),
+        (previous, None) => previous,
+        (_, Some(now)) => Some(now),
+    }
+}
+
 /// The cluster-wide dynamic configuration the spec asks for: its dynamic keys, and
 /// min.insync.replicas (which the operator sets from `spec.minInsyncReplicas`).
 pub fn desired_dynamic(valid: &ValidCluster) -> BTreeMap<String, String> {
@@ -330,6 +343,18 @@ mod tests {
         assert!(decide(&o).gates.is_empty());
         let o = observation(vec![pod(Pool::Broker, 100, true, false), pod(Pool::Broker, 101, true, true)], kafka);
         assert_eq!(decide(&o).gates, vec![("k-broker-100".to_string(), true), ("k-broker-101".to_string(), false)]);
+    }
+
+    #[test]
+    fn the_bootstrapped_flag_is_set_once_and_kept() {
+        assert_eq!(next_bootstrapped(None, false, None), None, "nothing seen yet");
+        assert_eq!(next_bootstrapped(None, false, Some(false)), Some(false), "a new cluster says so");
+        assert_eq!(next_bootstrapped(Some(false), true, Some(false)), Some(false), "a cluster id is not enough");
+        assert_eq!(next_bootstrapped(Some(false), true, None), Some(false));
+        assert_eq!(next_bootstrapped(Some(false), true, Some(true)), Some(true));
+        assert_eq!(next_bootstrapped(Some(true), true, Some(false)), Some(true), "a voter lost since stays lost");
+        assert_eq!(next_bootstrapped(Some(true), true, None), Some(true));
+        assert_eq!(next_bootstrapped(None, true, Some(false)), Some(true), "a status from before the field");
     }
 
     /// Preferred leaders are elected back only while every broker serves: during a roll the

@@ -1,4 +1,4 @@
-//! What a pass reports: the status (cluster id, quorum, nodes, partition health, bootstrap
+//! What a pass reports: the status (cluster id, whether the quorum is bootstrapped, quorum, nodes, partition health, bootstrap
 //! address, phase, conditions) and an Event when a wait begins.
 
 use std::collections::BTreeSet;
@@ -9,7 +9,7 @@ use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::upgrade::Action;
 
 use super::super::Context;
-use super::decide::{caught_up_voter, min_isr, serving};
+use super::decide::{caught_up_voter, min_isr, next_bootstrapped, serving};
 use super::observe::{Kafka, Observation, Pool};
 use crate::api::{KafkaCluster, KafkaClusterStatus, NodeStatus, QuorumReplica, QuorumStatus};
 use crate::names::Names;
@@ -24,6 +24,9 @@ pub async fn report(
     status: &mut KafkaClusterStatus,
 ) {
     let expected = super::super::reconcile::cluster_id(cluster).ok();
+    let initial = o.valid.as_ref().map(|v| crate::build::config::initial_voters(v, &cluster.uid().unwrap_or_default()));
+    let now = o.kafka.quorum.as_ref().zip(initial).map(|(quorum, initial)| quorum.bootstrapped(&initial));
+    status.quorum_bootstrapped = next_bootstrapped(status.quorum_bootstrapped, status.cluster_id.is_some(), now);
     if let Some(seen) = o.kafka.cluster.as_ref().map(|c| c.cluster_id.clone()).filter(|id| !id.is_empty()) {
         if expected.as_deref().is_some_and(|e| e != seen) {
             ctx.rt

@@ -222,7 +222,7 @@ async fn evidence(test: &str, criteria: &[&str]) -> Result<Evidence, Error> {
 
 /// Criteria: L1.install (the operator installed from its manifests; a KafkaCluster of 3
 /// controllers and 3 brokers formatted once with the dynamic quorum, Ready with 3 caught-up
-/// voters, 6 serving nodes and the cluster id in status), L2.rolling-restart (a new image
+/// voters, the quorum bootstrapped, 6 serving nodes and the cluster id in status), L2.rolling-restart (a new image
 /// rolled through every node, controllers first and the active controller last, then the
 /// brokers, behind the quorum and min-ISR gates, while VerifiableProducer writes with
 /// acks=all: every acknowledged record is read back by VerifiableConsumer, none twice, and no
@@ -250,6 +250,9 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     assert!(quorum.voters.iter().all(|v| v.caught_up), "{quorum:?}");
     assert!(quorum.leader_id.is_some_and(|l| (0..3).contains(&l)), "{quorum:?}");
     assert_eq!(s.active_controller, quorum.leader_id);
+    // Every initial voter joined with the directory id it was formatted with: from now on a
+    // controller with a lost volume formats as an observer.
+    assert_eq!(s.quorum_bootstrapped, Some(true), "{quorum:?}");
     let ids: BTreeSet<i32> = s.nodes.iter().map(|n| n.id).collect();
     assert_eq!(ids, [0, 1, 2, 100, 101, 102].into(), "{:?}", s.nodes);
     assert_eq!(s.offline_partitions, Some(0), "{s:?}");

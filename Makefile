@@ -39,6 +39,7 @@ check: ## formatting and lints (clippy refuses unwrap, expect and panic outside 
 
 bench: deps ## benchmarks; numbers go to results/bench/
 	$(CARGO) bench -p statecraft-shared --bench s3_store
+	$(CARGO) bench -p statecraft-kafka --bench topics
 
 demo: deps ## what Statecraft can show so far (see README)
 	@scripts/demo.sh

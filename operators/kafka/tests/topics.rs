@@ -11,6 +11,8 @@
 //! observed topic is reported and left alone; reconciles of unchanged topics write
 //! nothing; deletion deletes the topic or keeps it, as the policy says.
 
+#[path = "support/apiserver.rs"]
+mod apiserver;
 #[allow(
     dead_code,
     reason = "the harness is shared with tests/admin.rs, which stops and restarts nodes; this file does not"
@@ -20,25 +22,20 @@ mod support;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use statecraft_kafka::KafkaOperator;
 use statecraft_kafka::admin::Admin;
 use statecraft_kafka::api::{KafkaCluster, KafkaTopic, KafkaTopicStatus};
 use statecraft_kafka::controller::topic;
 use statecraft_kafka::observed::{ConfigChange, ConfigResource};
-use statecraft_shared::rbac::{OperatorRbac, render};
 use statecraft_shared::runner::{Operator, Runtime};
 use statecraft_shared::testing::apiserver::ApiServer;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use support::BROKERS;
 
 const NS: &str = "topics";
-const OPERATOR: &str = "system:serviceaccount:topics:statecraft-kafka";
 /// Longest wait for the controller to converge after a change.
 const CONVERGE: Duration = Duration::from_secs(60);
 
@@ -89,29 +86,6 @@ fn topic_object(name: &str, spec: serde_json::Value) -> KafkaTopic {
     .unwrap()
 }
 
-/// The CRDs, the namespace, and the operator's rendered Role bound to its service account.
-async fn install(client: &Client) {
-    let pp = PostParams::default();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in KafkaOperator::crds() {
-        crds.create(&pp, &crd).await.unwrap();
-    }
-    let ns = Namespace { metadata: ObjectMeta { name: Some(NS.into()), ..Default::default() }, ..Default::default() };
-    Api::<Namespace>::all(client.clone()).create(&pp, &ns).await.unwrap();
-    let rbac = render(&OperatorRbac::with_base_rules(KafkaOperator::NAME, NS, KafkaOperator::rbac_rules())).unwrap();
-    Api::<Role>::namespaced(client.clone(), NS).create(&pp, &rbac.role).await.unwrap();
-    Api::<RoleBinding>::namespaced(client.clone(), NS).create(&pp, &rbac.role_binding).await.unwrap();
-    until("the CRDs to be served", || async {
-        Api::<KafkaTopic>::namespaced(client.clone(), NS).list(&Default::default()).await.map_err(|e| e.to_string())?;
-        Api::<KafkaCluster>::namespaced(client.clone(), NS)
-            .list(&Default::default())
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    })
-    .await;
-}
-
 /// Touches KafkaTopic `name` (an annotation: no new generation), which makes the
 /// controller reconcile it at once.
 async fn touch(topics: &Api<KafkaTopic>, name: &str, value: &str) {
@@ -130,13 +104,14 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
     let (server, kafka) = tokio::join!(ApiServer::start(), support::KafkaCluster::start());
     let server = server.unwrap();
     let client = server.client().await.unwrap();
-    install(&client).await;
+    apiserver::install(&client, NS).await;
+    let operator_user = apiserver::operator_user(NS);
     let admin = kafka.admin(BROKERS[0]).await;
     let topics: Api<KafkaTopic> = Api::namespaced(client.clone(), NS);
     let pp = PostParams::default();
 
     // The controller, with the operator's own rights only.
-    let operator = server.client_as(OPERATOR, &["system:serviceaccounts"]).await.unwrap();
+    let operator = server.client_as(&operator_user, &["system:serviceaccounts"]).await.unwrap();
     let rt = std::sync::Arc::new(Runtime::new(operator, NS.into(), KafkaOperator::NAME, "test".into()).unwrap());
     let shutdown = CancellationToken::new();
     let controller = tokio::spawn(topic::run(rt, shutdown.clone()));
@@ -263,19 +238,19 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
     // that follows each change, two seconds later, is over first.)
     tokio::time::sleep(Duration::from_secs(3)).await;
     let writes = ["create", "update", "patch", "delete"];
-    let reads_before = server.audit_count(OPERATOR, &["get"]).unwrap();
-    let writes_before = server.audit_count(OPERATOR, &writes).unwrap();
+    let reads_before = server.audit_count(&operator_user, &["get"]).unwrap();
+    let writes_before = server.audit_count(&operator_user, &writes).unwrap();
     for name in ["orders", "audit"] {
         touch(&topics, name, "steady").await;
     }
     // Each reconcile reads the topic's KafkaCluster once: two more reads show both ran.
     until("both topics reconciled", || async {
-        let reads = server.audit_count(OPERATOR, &["get"]).map_err(|e| e.to_string())?;
+        let reads = server.audit_count(&operator_user, &["get"]).map_err(|e| e.to_string())?;
         if reads >= reads_before + 2 { Ok(()) } else { Err(format!("{} reads", reads - reads_before)) }
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(server.audit_count(OPERATOR, &writes).unwrap(), writes_before, "writes in steady state");
+    assert_eq!(server.audit_count(&operator_user, &writes).unwrap(), writes_before, "writes in steady state");
 
     // Deletion: Delete takes the topic along, Retain keeps it; both resources go.
     topics.delete("orders", &DeleteParams::default()).await.unwrap();

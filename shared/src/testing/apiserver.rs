@@ -179,7 +179,9 @@ impl ApiServer {
     }
 }
 
-async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, HarnessError> {
+/// A client from the kubeconfig at `path` (one [`ApiServer::kubeconfig_as`] wrote), for
+/// a child process that runs a controller on its own.
+pub async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, HarnessError> {
     let kubeconfig =
         Kubeconfig::read_from(path).map_err(|e| HarnessError::Setup(format!("{}: {e}", path.display())))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())

@@ -24,8 +24,10 @@ use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::{Cluster, E2eError, Provider, TestNamespace, wait_until};
 use statecraft_kafka::KafkaOperator;
 use statecraft_kafka::admin::Admin;
-use statecraft_kafka::api::{KafkaCluster, KafkaClusterStatus, KafkaTopic};
+use statecraft_kafka::api::{KafkaCluster, KafkaClusterStatus, KafkaTopic, NodeRole};
 use statecraft_kafka::build::CLUSTER_LABEL;
+use statecraft_kafka::nodes::node_id;
+use statecraft_kafka::observed::ConfigResource;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 type TestResult = Result<(), Error>;
@@ -37,6 +39,9 @@ const TOPIC: &str = "verify";
 /// Records the producer sends, at [`THROUGHPUT`] a second: long enough to cover the roll.
 const RECORDS: u64 = 60_000;
 const THROUGHPUT: u64 = 150;
+/// The cluster-wide dynamic key the test changes, and the value it sets (one day).
+const RETENTION_KEY: &str = "log.retention.ms";
+const RETENTION: &str = "86400000";
 
 fn kafka_image() -> Result<&'static str, Error> {
     Ok(image("KAFKA_IMAGE").ok_or("KAFKA_IMAGE missing from images.env")?)
@@ -124,8 +129,30 @@ impl KafkaRef {
             .collect())
     }
 
+    /// The node pods by name: their uid and how often their containers restarted.
+    async fn node_restarts(&self) -> Result<BTreeMap<String, (String, i32)>, kube::Error> {
+        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.namespace);
+        let params = ListParams::default().labels(&format!("{CLUSTER_LABEL}={}", self.name));
+        Ok(pods
+            .list(&params)
+            .await?
+            .items
+            .into_iter()
+            .map(|p| {
+                let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+                let restarts = statuses.map_or(0, |c| c.iter().map(|c| c.restart_count).sum());
+                (p.name_any(), (p.uid().unwrap_or_default(), restarts))
+            })
+            .collect())
+    }
+
     /// The broker pods' IPs.
     async fn broker_ips(&self) -> Result<Vec<String>, kube::Error> {
+        Ok(self.brokers().await?.into_values().collect())
+    }
+
+    /// The IP of each broker pod that has one and is not terminating, by node id.
+    async fn brokers(&self) -> Result<BTreeMap<i32, String>, kube::Error> {
         let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.namespace);
         let prefix = format!("{}-broker-", self.name);
         Ok(pods
@@ -133,8 +160,11 @@ impl KafkaRef {
             .await?
             .items
             .into_iter()
-            .filter(|p| p.name_any().starts_with(&prefix) && p.metadata.deletion_timestamp.is_none())
-            .filter_map(|p| p.status.and_then(|s| s.pod_ip))
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| {
+                let ordinal: i32 = p.name_any().strip_prefix(&prefix)?.parse().ok()?;
+                Some((node_id(NodeRole::Broker, ordinal), p.status?.pod_ip?))
+            })
             .collect())
     }
 
@@ -222,16 +252,18 @@ async fn evidence(test: &str, criteria: &[&str]) -> Result<Evidence, Error> {
 
 /// Criteria: L1.install (the operator installed from its manifests; a KafkaCluster of 3
 /// controllers and 3 brokers formatted once with the dynamic quorum, Ready with 3 caught-up
-/// voters, the quorum bootstrapped, 6 serving nodes and the cluster id in status), L2.rolling-restart (a new image
-/// rolled through every node, controllers first and the active controller last, then the
-/// brokers, behind the quorum and min-ISR gates, while VerifiableProducer writes with
-/// acks=all: every acknowledged record is read back by VerifiableConsumer, none twice, and no
-/// partition is ever below min.insync.replicas).
+/// voters, the quorum bootstrapped, 6 serving nodes and the cluster id in status), L1.config
+/// (a cluster-wide dynamic key of the spec set on every broker, no pod restarted, the new
+/// generation observed), L2.rolling-restart (a new image rolled through every node,
+/// controllers first and the active controller last, then the brokers, behind the quorum
+/// and min-ISR gates, while VerifiableProducer writes with acks=all: every acknowledged
+/// record is read back by VerifiableConsumer, none twice, and no partition is ever below
+/// min.insync.replicas).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records() -> TestResult {
     let test = "kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records";
-    let ev = evidence(test, &["L1.install", "L2.rolling-restart"]).await?;
+    let ev = evidence(test, &["L1.install", "L1.config", "L2.rolling-restart"]).await?;
     let cluster = Cluster::connect().await?;
     let ns = TestNamespace::create(&cluster, "kafka").await?;
     operator::install::<KafkaOperator>(&cluster, &ns.name, "STATECRAFT_KAFKA_IMAGE").await?;
@@ -420,8 +452,43 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
         assert!(by_value[r.value.as_str()].contains(&(r.partition, r.offset)), "{r:?} read where it was acknowledged");
     }
 
+    // A cluster-wide dynamic key: set on every broker with IncrementalAlterConfigs, no pod
+    // restarted, no new revision.
+    let revisions: Vec<Option<String>> = converged.nodes.iter().map(|n| n.revision.clone()).collect();
+    let pods_before = kafka.node_restarts().await?;
+    assert_eq!(pods_before.len(), 6, "{pods_before:?}");
+    let config_started = Instant::now();
+    let mut spec = kafka_cluster(&cluster, "kafka")["spec"].clone();
+    spec["image"] = json!(rolled);
+    spec["config"] = json!({ RETENTION_KEY: RETENTION });
+    kafka.apply(&json!({
+        "apiVersion": "kafka.statecraft.io/v1alpha1", "kind": "KafkaCluster", "metadata": { "name": "kafka" },
+        "spec": spec,
+    }))?;
+    wait_until(Duration::from_secs(120), &format!("{RETENTION_KEY}={RETENTION} on every broker"), || async {
+        let brokers = kafka.brokers().await.ok()?;
+        for (id, ip) in &brokers {
+            let admin = Admin::connect(&format!("{ip}:9092"), Duration::from_secs(2)).await.ok()?;
+            let resource = ConfigResource::Broker(*id);
+            let mut configs = admin.describe_configs(std::slice::from_ref(&resource)).await.ok()?;
+            let value = configs.remove(&resource)?.remove(RETENTION_KEY)?.value;
+            if value.as_deref() != Some(RETENTION) {
+                return None;
+            }
+        }
+        (brokers.len() == 3).then_some(())
+    })
+    .await?;
+    let config_seconds = config_started.elapsed().as_secs_f64();
+    eprintln!("kafka: {RETENTION_KEY} on every broker {config_seconds:.1}s after the apply");
+    assert_eq!(kafka.node_restarts().await?, pods_before, "no node pod replaced or restarted");
+    let after = kafka.wait_converged(6, Duration::from_secs(120)).await?;
+    let revisions_now: Vec<Option<String>> = after.nodes.iter().map(|n| n.revision.clone()).collect();
+    assert_eq!(revisions_now, revisions, "no new revision for a dynamic key");
+
     let figures = json!({
         "ready_seconds": ready_after.as_secs_f64(), "topic_ready_seconds": topic_seconds, "roll_seconds": roll_seconds,
+        "dynamic_config_seconds": config_seconds,
         "nodes_rolled": restarts_seen.len(), "seconds_per_node": roll_seconds / restarts_seen.len().max(1) as f64,
         "acknowledged": acked.len(), "send_errors": failed, "lost": lost, "duplicates": duplicates,
         "under_min_isr_max": worst_under_min_isr, "under_min_isr_samples": samples,

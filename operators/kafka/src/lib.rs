@@ -80,7 +80,7 @@ impl Operator for KafkaOperator {
         ]
     }
 
-    /// Only what a test shows: the e2e roll (`e2e/tests/kafka.rs`) and the static checks of
+    /// Only what a test shows: the e2e roll and reconfiguration (`e2e/tests/kafka.rs`) and the static checks of
     /// the CRDs, the Role, the Deployment and the sample objects (`sample_objects`). Topics, upgrades, metrics
     /// and the rest of issue 15 come with their tests.
     fn capabilities() -> Vec<&'static str> {
@@ -94,6 +94,9 @@ impl Operator for KafkaOperator {
             "L1.rbac",
             "L1.operator-deployment",
             "L1.operand-security",
+            // A cluster-wide dynamic key of the spec reaches every broker, without a restart,
+            // and the status observes the new generation.
+            "L1.config",
             // Level 2: a new pod revision rolls node by node, controllers first and the
             // active one last, behind the quorum and min-ISR gates.
             "L2.rolling-restart",

@@ -112,25 +112,8 @@ impl KafkaRef {
         .await
     }
 
-    /// The node pods (controllers and brokers) by name: their uid and whether they are
-    /// terminating.
-    async fn node_pods(&self) -> Result<BTreeMap<String, (String, bool)>, kube::Error> {
-        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.namespace);
-        let params = ListParams::default().labels(&format!("{CLUSTER_LABEL}={}", self.name));
-        Ok(pods
-            .list(&params)
-            .await?
-            .items
-            .into_iter()
-            .map(|p| {
-                let terminating = p.metadata.deletion_timestamp.is_some();
-                (p.name_any(), (p.uid().unwrap_or_default(), terminating))
-            })
-            .collect())
-    }
-
-    /// The node pods by name: their uid and how often their containers restarted.
-    async fn node_restarts(&self) -> Result<BTreeMap<String, (String, i32)>, kube::Error> {
+    /// The node pods (controllers and brokers) by name.
+    async fn node_pods(&self) -> Result<BTreeMap<String, NodePod>, kube::Error> {
         let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.namespace);
         let params = ListParams::default().labels(&format!("{CLUSTER_LABEL}={}", self.name));
         Ok(pods
@@ -140,8 +123,12 @@ impl KafkaRef {
             .into_iter()
             .map(|p| {
                 let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
-                let restarts = statuses.map_or(0, |c| c.iter().map(|c| c.restart_count).sum());
-                (p.name_any(), (p.uid().unwrap_or_default(), restarts))
+                let pod = NodePod {
+                    uid: p.uid().unwrap_or_default(),
+                    terminating: p.metadata.deletion_timestamp.is_some(),
+                    restarts: statuses.map_or(0, |c| c.iter().map(|c| c.restart_count).sum()),
+                };
+                (p.name_any(), pod)
             })
             .collect())
     }
@@ -223,6 +210,15 @@ async fn under_min_isr(ips: &[String], min_isr: usize) -> Option<usize> {
         return Some(count);
     }
     None
+}
+
+/// A node pod as a sample of the test sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NodePod {
+    uid: String,
+    terminating: bool,
+    /// How often its containers restarted.
+    restarts: i32,
 }
 
 /// One record as VerifiableProducer acknowledged it, or VerifiableConsumer read it.
@@ -341,7 +337,7 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     let rolled = retagged(kafka_image()?, "rolled");
     tag_on_node(kafka_image()?, &rolled)?;
     let node_uids: BTreeMap<String, String> =
-        kafka.node_pods().await?.into_iter().map(|(name, (uid, _))| (name, uid)).collect();
+        kafka.node_pods().await?.into_iter().map(|(name, pod)| (name, pod.uid)).collect();
     assert_eq!(node_uids.len(), 6, "{node_uids:?}");
     let roll_started = Instant::now();
     kafka.apply(&json!({
@@ -363,7 +359,7 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
         }
         let pods = kafka.node_pods().await?;
         for (name, uid) in &node_uids {
-            let replaced = pods.get(name).is_none_or(|(now, terminating)| now != uid || *terminating);
+            let replaced = pods.get(name).is_none_or(|now| now.uid != *uid || now.terminating);
             if replaced && !restarts_seen.contains(name) {
                 actives.push((name.clone(), active_before.clone()));
                 restarts_seen.push(name.clone());
@@ -455,7 +451,7 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     // A cluster-wide dynamic key: set on every broker with IncrementalAlterConfigs, no pod
     // restarted, no new revision.
     let revisions: Vec<Option<String>> = converged.nodes.iter().map(|n| n.revision.clone()).collect();
-    let pods_before = kafka.node_restarts().await?;
+    let pods_before = kafka.node_pods().await?;
     assert_eq!(pods_before.len(), 6, "{pods_before:?}");
     let config_started = Instant::now();
     let mut spec = kafka_cluster(&cluster, "kafka")["spec"].clone();
@@ -481,7 +477,7 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     .await?;
     let config_seconds = config_started.elapsed().as_secs_f64();
     eprintln!("kafka: {RETENTION_KEY} on every broker {config_seconds:.1}s after the apply");
-    assert_eq!(kafka.node_restarts().await?, pods_before, "no node pod replaced or restarted");
+    assert_eq!(kafka.node_pods().await?, pods_before, "no node pod replaced or restarted");
     let after = kafka.wait_converged(6, Duration::from_secs(120)).await?;
     let revisions_now: Vec<Option<String>> = after.nodes.iter().map(|n| n.revision.clone()).collect();
     assert_eq!(revisions_now, revisions, "no new revision for a dynamic key");

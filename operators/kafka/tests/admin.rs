@@ -6,8 +6,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::ApiKey;
@@ -15,28 +14,7 @@ use statecraft_kafka::admin::Admin;
 use statecraft_kafka::observed::{ConfigChange, ConfigResource, ConfigSource, Topic};
 use support::{BROKERS, CONTROLLERS, KafkaCluster};
 
-/// Longest wait for the cluster to converge after a change (metadata propagation, fencing
-/// after the 4 s broker session, a restarted broker catching up).
-const CONVERGE: Duration = Duration::from_secs(60);
 const TOPIC: &str = "orders";
-
-/// Polls `check` until it returns `Some`, failing with the cluster's logs after `CONVERGE`.
-async fn until<T, F, Fut>(cluster: &KafkaCluster, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = Instant::now() + CONVERGE;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(last) if Instant::now() > deadline => {
-                cluster.fail(&format!("{what}: still not after {CONVERGE:?}: {last}"))
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_client_against_a_real_cluster() {
@@ -108,15 +86,17 @@ async fn negotiated_versions_and_features(admin: &Admin) {
 }
 
 async fn quorum_through_a_broker(cluster: &KafkaCluster, admin: &Admin) {
-    let quorum = until(cluster, "3 caught-up voters and the brokers as observers", || async {
-        let quorum = admin.describe_quorum().await.map_err(|e| e.to_string())?;
-        let voters: BTreeSet<i32> = quorum.voters.iter().map(|v| v.id).collect();
-        let observers: BTreeSet<i32> = quorum.observers.iter().map(|o| o.id).collect();
-        let caught_up = quorum.voters.iter().all(|v| v.last_caught_up_timestamp.is_some());
-        let ok = voters == BTreeSet::from(CONTROLLERS) && BROKERS.iter().all(|b| observers.contains(b)) && caught_up;
-        if ok { Ok(quorum) } else { Err(format!("{quorum:?}")) }
-    })
-    .await;
+    let quorum = cluster
+        .until("3 caught-up voters and the brokers as observers", || async {
+            let quorum = admin.describe_quorum().await.map_err(|e| e.to_string())?;
+            let voters: BTreeSet<i32> = quorum.voters.iter().map(|v| v.id).collect();
+            let observers: BTreeSet<i32> = quorum.observers.iter().map(|o| o.id).collect();
+            let caught_up = quorum.voters.iter().all(|v| v.last_caught_up_timestamp.is_some());
+            let ok =
+                voters == BTreeSet::from(CONTROLLERS) && BROKERS.iter().all(|b| observers.contains(b)) && caught_up;
+            if ok { Ok(quorum) } else { Err(format!("{quorum:?}")) }
+        })
+        .await;
     let leader = quorum.leader_id.expect("a leader");
     assert!(CONTROLLERS.contains(&leader), "{quorum:?}");
     assert!(quorum.leader_epoch > 0 && quorum.high_watermark > 0, "{quorum:?}");
@@ -152,14 +132,15 @@ async fn cluster_lists_the_brokers(cluster: &KafkaCluster, admin: &Admin) {
 
 /// The topic once every partition has a leader and 3 replicas in sync.
 async fn fully_replicated(cluster: &KafkaCluster, admin: &Admin, partitions: usize) -> Topic {
-    until(cluster, "every partition of the topic with 3 in-sync replicas", || async {
-        let topics = admin.topics().await.map_err(|e| e.to_string())?;
-        let topic = topics.into_iter().find(|t| t.name == TOPIC).ok_or("no topic yet")?;
-        let ok = topic.partitions.len() == partitions
-            && topic.partitions.iter().all(|p| p.leader.is_some() && p.isr.len() == 3 && p.replicas.len() == 3);
-        if ok { Ok(topic) } else { Err(format!("{topic:?}")) }
-    })
-    .await
+    cluster
+        .until("every partition of the topic with 3 in-sync replicas", || async {
+            let topics = admin.topics().await.map_err(|e| e.to_string())?;
+            let topic = topics.into_iter().find(|t| t.name == TOPIC).ok_or("no topic yet")?;
+            let ok = topic.partitions.len() == partitions
+                && topic.partitions.iter().all(|p| p.leader.is_some() && p.isr.len() == 3 && p.replicas.len() == 3);
+            if ok { Ok(topic) } else { Err(format!("{topic:?}")) }
+        })
+        .await
 }
 
 async fn topic_created_with_its_isr(cluster: &KafkaCluster, admin: &Admin) {
@@ -200,45 +181,50 @@ async fn cluster_wide_and_topic_configs(cluster: &KafkaCluster, admin: &Admin) {
         .await
         .unwrap();
     let want = (hour.clone(), ConfigSource::DynamicDefaultBroker);
-    until(cluster, "the cluster-wide log.retention.ms on a broker", || async {
-        let got = entry(admin, &broker, key).await?;
-        if got == want { Ok(()) } else { Err(format!("{got:?}")) }
-    })
-    .await;
+    cluster
+        .until("the cluster-wide log.retention.ms on a broker", || async {
+            let got = entry(admin, &broker, key).await?;
+            if got == want { Ok(()) } else { Err(format!("{got:?}")) }
+        })
+        .await;
     // The cluster default as the resource itself.
     let cluster_default = entry(admin, &ConfigResource::ClusterDefault, key).await.unwrap();
     assert_eq!(cluster_default, want);
     // A topic without its own retention.ms inherits the broker's, and says from where.
-    until(cluster, "the topic's retention.ms from the cluster default", || async {
-        let got = entry(admin, &topic, "retention.ms").await?;
-        if got == want { Ok(()) } else { Err(format!("{got:?}")) }
-    })
-    .await;
+    cluster
+        .until("the topic's retention.ms from the cluster default", || async {
+            let got = entry(admin, &topic, "retention.ms").await?;
+            if got == want { Ok(()) } else { Err(format!("{got:?}")) }
+        })
+        .await;
 
     // The same setting at the topic level.
     admin.alter_configs(&topic, &[ConfigChange::Set("retention.ms".into(), "7200000".into())]).await.unwrap();
     let want_topic = (Some("7200000".to_owned()), ConfigSource::Topic);
-    until(cluster, "the topic's own retention.ms", || async {
-        let got = entry(admin, &topic, "retention.ms").await?;
-        if got == want_topic { Ok(()) } else { Err(format!("{got:?}")) }
-    })
-    .await;
+    cluster
+        .until("the topic's own retention.ms", || async {
+            let got = entry(admin, &topic, "retention.ms").await?;
+            if got == want_topic { Ok(()) } else { Err(format!("{got:?}")) }
+        })
+        .await;
     // Incremental: the topic's other override is still there.
     assert_eq!(entry(admin, &topic, "min.insync.replicas").await.unwrap(), (Some("2".into()), ConfigSource::Topic));
 
     // Deleting the overrides: back to Kafka's default (7 days of log.retention.hours).
     admin.alter_configs(&ConfigResource::ClusterDefault, &[ConfigChange::Delete(key.into())]).await.unwrap();
     admin.alter_configs(&topic, &[ConfigChange::Delete("retention.ms".into())]).await.unwrap();
-    until(cluster, "log.retention.ms back to the default", || async {
-        let got = entry(admin, &broker, key).await?;
-        if got.1 == ConfigSource::Default { Ok(()) } else { Err(format!("{got:?}")) }
-    })
-    .await;
-    until(cluster, "the topic's retention.ms back to the default", || async {
-        let got = entry(admin, &topic, "retention.ms").await?;
-        if got == (Some("604800000".into()), ConfigSource::Default) { Ok(()) } else { Err(format!("{got:?}")) }
-    })
-    .await;
+    cluster
+        .until("log.retention.ms back to the default", || async {
+            let got = entry(admin, &broker, key).await?;
+            if got.1 == ConfigSource::Default { Ok(()) } else { Err(format!("{got:?}")) }
+        })
+        .await;
+    cluster
+        .until("the topic's retention.ms back to the default", || async {
+            let got = entry(admin, &topic, "retention.ms").await?;
+            if got == (Some("604800000".into()), ConfigSource::Default) { Ok(()) } else { Err(format!("{got:?}")) }
+        })
+        .await;
 }
 
 async fn errors_name_the_api_and_the_code(cluster: &KafkaCluster, admin: &Admin) {
@@ -268,19 +254,21 @@ async fn errors_name_the_api_and_the_code(cluster: &KafkaCluster, admin: &Admin)
 async fn killed_broker_fenced_then_preferred_leaders_back(cluster: &mut KafkaCluster, admin: &Admin) {
     let victim = BROKERS[1];
     cluster.kill(victim);
-    until(cluster, "the killed broker fenced", || async {
-        let described = admin.describe_cluster().await.map_err(|e| e.to_string())?;
-        let fenced: Vec<i32> = described.brokers.iter().filter(|b| b.fenced).map(|b| b.id).collect();
-        if fenced == [victim] && described.brokers.len() == 3 { Ok(()) } else { Err(format!("{described:?}")) }
-    })
-    .await;
-    until(cluster, "no partition led by the killed broker", || async {
-        let topics = admin.topics().await.map_err(|e| e.to_string())?;
-        let topic = topics.iter().find(|t| t.name == TOPIC).ok_or("no topic")?;
-        let moved = topic.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(victim));
-        if moved { Ok(()) } else { Err(format!("{topic:?}")) }
-    })
-    .await;
+    cluster
+        .until("the killed broker fenced", || async {
+            let described = admin.describe_cluster().await.map_err(|e| e.to_string())?;
+            let fenced: Vec<i32> = described.brokers.iter().filter(|b| b.fenced).map(|b| b.id).collect();
+            if fenced == [victim] && described.brokers.len() == 3 { Ok(()) } else { Err(format!("{described:?}")) }
+        })
+        .await;
+    cluster
+        .until("no partition led by the killed broker", || async {
+            let topics = admin.topics().await.map_err(|e| e.to_string())?;
+            let topic = topics.iter().find(|t| t.name == TOPIC).ok_or("no topic")?;
+            let moved = topic.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(victim));
+            if moved { Ok(()) } else { Err(format!("{topic:?}")) }
+        })
+        .await;
 
     cluster.restart(victim);
     cluster.wait_brokers_unfenced(&BROKERS).await;
@@ -295,13 +283,14 @@ async fn killed_broker_fenced_then_preferred_leaders_back(cluster: &mut KafkaClu
     assert!(!displaced.is_empty(), "{topic:?}");
 
     admin.elect_preferred_leaders(None).await.unwrap();
-    until(cluster, "every partition led by its preferred replica", || async {
-        let topics = admin.topics().await.map_err(|e| e.to_string())?;
-        let topic = topics.iter().find(|t| t.name == TOPIC).ok_or("no topic")?;
-        let preferred = topic.partitions.iter().all(|p| p.leader == Some(p.replicas[0]));
-        if preferred { Ok(()) } else { Err(format!("{topic:?}")) }
-    })
-    .await;
+    cluster
+        .until("every partition led by its preferred replica", || async {
+            let topics = admin.topics().await.map_err(|e| e.to_string())?;
+            let topic = topics.iter().find(|t| t.name == TOPIC).ok_or("no topic")?;
+            let preferred = topic.partitions.iter().all(|p| p.leader == Some(p.replicas[0]));
+            if preferred { Ok(()) } else { Err(format!("{topic:?}")) }
+        })
+        .await;
     // Once more on the same partitions: ELECTION_NOT_NEEDED, a success.
     admin.elect_preferred_leaders(Some(&displaced)).await.unwrap();
 }
@@ -326,11 +315,12 @@ async fn partitions_grown_and_topic_deleted(cluster: &KafkaCluster, admin: &Admi
     assert_eq!(e.code(), Some(ResponseError::InvalidPartitions), "{e}");
 
     admin.delete_topic(TOPIC).await.unwrap();
-    until(cluster, "the topic gone", || async {
-        let topics = admin.topics().await.map_err(|e| e.to_string())?;
-        if topics.iter().any(|t| t.name == TOPIC) { Err("still listed".into()) } else { Ok(()) }
-    })
-    .await;
+    cluster
+        .until("the topic gone", || async {
+            let topics = admin.topics().await.map_err(|e| e.to_string())?;
+            if topics.iter().any(|t| t.name == TOPIC) { Err("still listed".into()) } else { Ok(()) }
+        })
+        .await;
     // Deleting what is gone converges.
     admin.delete_topic(TOPIC).await.unwrap();
 }
@@ -344,20 +334,21 @@ async fn quorum_on_a_controller_with_every_broker_stopped(cluster: &mut KafkaClu
         controllers.push((id, cluster.admin(id).await));
     }
     // Only the quorum's leader answers DescribeQuorum; the followers say so (transient).
-    let quorum = until(cluster, "the quorum from a controller", || async {
-        let mut errors = Vec::new();
-        for (id, admin) in &controllers {
-            match admin.describe_quorum().await {
-                Ok(quorum) => return Ok((*id, quorum)),
-                Err(e) => {
-                    assert!(e.is_transient(), "{e}");
-                    errors.push(e.to_string());
+    let quorum = cluster
+        .until("the quorum from a controller", || async {
+            let mut errors = Vec::new();
+            for (id, admin) in &controllers {
+                match admin.describe_quorum().await {
+                    Ok(quorum) => return Ok((*id, quorum)),
+                    Err(e) => {
+                        assert!(e.is_transient(), "{e}");
+                        errors.push(e.to_string());
+                    }
                 }
             }
-        }
-        Err(errors.join("; "))
-    })
-    .await;
+            Err(errors.join("; "))
+        })
+        .await;
     let (answered, quorum) = quorum;
     eprintln!("quorum from controller {answered}: {quorum:?}");
     assert_eq!(quorum.leader_id, Some(answered));

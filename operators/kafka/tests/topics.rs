@@ -19,8 +19,7 @@ mod apiserver;
 )]
 mod support;
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -36,37 +35,20 @@ use statecraft_shared::tokio_util::sync::CancellationToken;
 use support::BROKERS;
 
 const NS: &str = "topics";
-/// Longest wait for the controller to converge after a change.
-const CONVERGE: Duration = Duration::from_secs(60);
-
-/// Polls `check` until it returns `Ok`, panicking with the last answer after `CONVERGE`.
-async fn until<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = Instant::now() + CONVERGE;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(last) if Instant::now() > deadline => panic!("{what}: still not after {CONVERGE:?}: {last}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
-        }
-    }
-}
-
 /// The status of KafkaTopic `name` once `check` accepts it.
 async fn status_until(
+    kafka: &support::KafkaCluster,
     topics: &Api<KafkaTopic>,
     name: &str,
     what: &str,
     check: impl Fn(&KafkaTopicStatus) -> bool,
 ) -> KafkaTopicStatus {
-    until(what, || async {
-        let status = topics.get(name).await.map_err(|e| e.to_string())?.status.unwrap_or_default();
-        if check(&status) { Ok(status) } else { Err(format!("{status:?}")) }
-    })
-    .await
+    kafka
+        .until(what, || async {
+            let status = topics.get(name).await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+            if check(&status) { Ok(status) } else { Err(format!("{status:?}")) }
+        })
+        .await
 }
 
 /// Condition `type_` of `status`: (status, reason).
@@ -93,10 +75,15 @@ async fn touch(topics: &Api<KafkaTopic>, name: &str, value: &str) {
     topics.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
 }
 
-async fn retention(admin: &Admin, topic: &str) -> Option<String> {
+/// Topic `topic`'s value of `key`, as the broker `admin` asks has it.
+async fn topic_config(admin: &Admin, topic: &str, key: &str) -> Option<String> {
     let resource = ConfigResource::Topic(topic.to_owned());
     let mut configs = admin.describe_configs(std::slice::from_ref(&resource)).await.unwrap();
-    configs.remove(&resource)?.get("retention.ms")?.value.clone()
+    configs.remove(&resource)?.get(key)?.value.clone()
+}
+
+async fn retention(admin: &Admin, topic: &str) -> Option<String> {
+    topic_config(admin, topic, "retention.ms").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,16 +105,17 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
 
     // A topic of a cluster that does not exist waits, saying so.
     topics.create(&pp, &topic_object("orphan", json!({"clusterName": "nowhere", "partitions": 1}))).await.unwrap();
-    status_until(&topics, "orphan", "the orphan to wait", |s| is(s, "Ready", "False", "ClusterNotFound")).await;
+    status_until(&kafka, &topics, "orphan", "the orphan to wait", |s| is(s, "Ready", "False", "ClusterNotFound")).await;
     // Deleted, it goes at once: a cluster that does not exist has no topic to delete.
     topics.delete("orphan", &DeleteParams::default()).await.unwrap();
-    until("the orphan gone", || async {
-        match topics.get_opt("orphan").await.map_err(|e| e.to_string())? {
-            None => Ok(()),
-            Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
-        }
-    })
-    .await;
+    kafka
+        .until("the orphan gone", || async {
+            match topics.get_opt("orphan").await.map_err(|e| e.to_string())? {
+                None => Ok(()),
+                Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
+            }
+        })
+        .await;
 
     // The cluster, as the per-cluster task reports it once a broker registered.
     let cluster: KafkaCluster = serde_json::from_value(json!({
@@ -143,7 +131,7 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
                "config": {"retention.ms": "60000"}, "deletionPolicy": "Delete"}),
     );
     topics.create(&pp, &orders).await.unwrap();
-    status_until(&topics, "orders", "orders to wait for the cluster to serve", |s| {
+    status_until(&kafka, &topics, "orders", "orders to wait for the cluster to serve", |s| {
         is(s, "Ready", "False", "ClusterNotServing")
     })
     .await;
@@ -151,7 +139,7 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
     clusters.patch_status("events", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
 
     // Created as the spec says, in sync; Kafka has it so.
-    let created = status_until(&topics, "orders", "orders to be created", |s| {
+    let created = status_until(&kafka, &topics, "orders", "orders to be created", |s| {
         is(s, "Ready", "True", "TopicReady") && is(s, "InSync", "True", "TopicInSync")
     })
     .await;
@@ -169,21 +157,31 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
         ConfigChange::Set("segment.ms".into(), "3600000".into()),
     ];
     admin.alter_configs(&ConfigResource::Topic("orders".into()), &outside).await.unwrap();
+    // Seen by the broker the test asks (its metadata follows the controller's within
+    // moments): else "set back" could pass before the change was visible at all.
+    kafka
+        .until("the change made outside visible", || async {
+            match topic_config(&admin, "orders", "segment.ms").await.as_deref() {
+                Some("3600000") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
     touch(&topics, "orders", "drift").await;
-    until("retention.ms set back", || async {
-        match retention(&admin, "orders").await.as_deref() {
-            Some("60000") => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-    let resource = ConfigResource::Topic("orders".into());
-    let configs = admin.describe_configs(std::slice::from_ref(&resource)).await.unwrap();
-    assert_eq!(configs[&resource]["segment.ms"].value.as_deref(), Some("3600000"), "an unlisted key is left alone");
+    kafka
+        .until("retention.ms set back", || async {
+            match retention(&admin, "orders").await.as_deref() {
+                Some("60000") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    let segment = topic_config(&admin, "orders", "segment.ms").await;
+    assert_eq!(segment.as_deref(), Some("3600000"), "an unlisted key is left alone");
 
     // Partitions grow with the spec.
     topics.patch("orders", &PatchParams::default(), &Patch::Merge(json!({"spec": {"partitions": 6}}))).await.unwrap();
-    status_until(&topics, "orders", "orders to have 6 partitions", |s| {
+    status_until(&kafka, &topics, "orders", "orders to have 6 partitions", |s| {
         s.partitions == Some(6) && is(s, "InSync", "True", "TopicInSync")
     })
     .await;
@@ -197,19 +195,21 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
                "config": {"retention.ms": "5000"}, "deletionPolicy": "Delete"}),
     );
     topics.create(&pp, &again).await.unwrap();
-    let claimed =
-        status_until(&topics, "orders-again", "orders-again to wait", |s| is(s, "Ready", "False", "TopicClaimed"))
-            .await;
+    let claimed = status_until(&kafka, &topics, "orders-again", "orders-again to wait", |s| {
+        is(s, "Ready", "False", "TopicClaimed")
+    })
+    .await;
     let message = &claimed.conditions.iter().find(|c| c.type_ == "Ready").unwrap().message;
     assert!(message.contains("KafkaTopic orders's"), "{message}");
     topics.delete("orders-again", &DeleteParams::default()).await.unwrap();
-    until("orders-again gone", || async {
-        match topics.get_opt("orders-again").await.map_err(|e| e.to_string())? {
-            None => Ok(()),
-            Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
-        }
-    })
-    .await;
+    kafka
+        .until("orders-again gone", || async {
+            match topics.get_opt("orders-again").await.map_err(|e| e.to_string())? {
+                None => Ok(()),
+                Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
+            }
+        })
+        .await;
     let kept = admin.topic("orders").await.unwrap().expect("orders stays in Kafka");
     assert_eq!(kept.partitions.len(), 6, "the second resource did not grow it");
     assert_eq!(retention(&admin, "orders").await.as_deref(), Some("60000"), "nor reconfigure it");
@@ -226,7 +226,8 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
     );
     topics.create(&pp, &audit).await.unwrap();
     let observed =
-        status_until(&topics, "audit", "audit to be reported", |s| is(s, "InSync", "False", "TopicDiffers")).await;
+        status_until(&kafka, &topics, "audit", "audit to be reported", |s| is(s, "InSync", "False", "TopicDiffers"))
+            .await;
     assert!(is(&observed, "Ready", "True", "TopicReady"), "{observed:?}");
     let fields: Vec<&str> = observed.differences.iter().map(|d| d.field.as_str()).collect();
     assert_eq!(fields, ["spec.partitions", "spec.config.retention.ms"], "{observed:?}");
@@ -244,30 +245,33 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
         touch(&topics, name, "steady").await;
     }
     // Each reconcile reads the topic's KafkaCluster once: two more reads show both ran.
-    until("both topics reconciled", || async {
-        let reads = server.audit_count(&operator_user, &["get"]).map_err(|e| e.to_string())?;
-        if reads >= reads_before + 2 { Ok(()) } else { Err(format!("{} reads", reads - reads_before)) }
-    })
-    .await;
+    kafka
+        .until("both topics reconciled", || async {
+            let reads = server.audit_count(&operator_user, &["get"]).map_err(|e| e.to_string())?;
+            if reads >= reads_before + 2 { Ok(()) } else { Err(format!("{} reads", reads - reads_before)) }
+        })
+        .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(server.audit_count(&operator_user, &writes).unwrap(), writes_before, "writes in steady state");
 
     // Deletion: Delete takes the topic along, Retain keeps it; both resources go.
     topics.delete("orders", &DeleteParams::default()).await.unwrap();
     topics.delete("audit", &DeleteParams::default()).await.unwrap();
-    until("both resources gone", || async {
-        let left = topics.list(&Default::default()).await.map_err(|e| e.to_string())?;
-        let names: Vec<String> = left.items.iter().filter_map(|t| t.metadata.name.clone()).collect();
-        if names.is_empty() { Ok(()) } else { Err(format!("{names:?}")) }
-    })
-    .await;
-    until("orders deleted in Kafka", || async {
-        match admin.topic("orders").await.map_err(|e| e.to_string())? {
-            None => Ok(()),
-            Some(t) => Err(format!("{t:?}")),
-        }
-    })
-    .await;
+    kafka
+        .until("both resources gone", || async {
+            let left = topics.list(&Default::default()).await.map_err(|e| e.to_string())?;
+            let names: Vec<String> = left.items.iter().filter_map(|t| t.metadata.name.clone()).collect();
+            if names.is_empty() { Ok(()) } else { Err(format!("{names:?}")) }
+        })
+        .await;
+    kafka
+        .until("orders deleted in Kafka", || async {
+            match admin.topic("orders").await.map_err(|e| e.to_string())? {
+                None => Ok(()),
+                Some(t) => Err(format!("{t:?}")),
+            }
+        })
+        .await;
     assert!(admin.topic("Audit.log").await.unwrap().is_some(), "a retained topic stays");
 
     shutdown.cancel();

@@ -11,6 +11,7 @@
 //! automatic leader rebalancing (tests elect preferred leaders themselves).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -26,6 +27,10 @@ pub const BROKERS: [i32; 3] = [100, 101, 102];
 const START: Duration = Duration::from_secs(120);
 /// Admin calls of the harness itself.
 const CALL: Duration = Duration::from_secs(10);
+/// Longest wait of [`KafkaCluster::until`] for the cluster, or a controller acting on it,
+/// to converge after a change (metadata propagation, fencing after the 4 s broker session,
+/// a restarted broker catching up).
+pub const CONVERGE: Duration = Duration::from_secs(60);
 
 /// The directory `scripts/install-kafka-jars.sh` puts the jars in: like the project's
 /// binaries, under `$STATECRAFT_CACHE` (default `~/.cache/statecraft`).
@@ -232,6 +237,25 @@ impl KafkaCluster {
             .collect();
         if !exited.is_empty() {
             self.fail(&exited.join("; "));
+        }
+    }
+
+    /// Polls `check` until it returns `Ok`, failing with the last answer and every node's
+    /// log after [`CONVERGE`].
+    pub async fn until<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, String>>,
+    {
+        let deadline = Instant::now() + CONVERGE;
+        loop {
+            match check().await {
+                Ok(value) => return value,
+                Err(last) if Instant::now() > deadline => {
+                    self.fail(&format!("{what}: still not after {CONVERGE:?}: {last}"))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
         }
     }
 

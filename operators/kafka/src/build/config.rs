@@ -5,9 +5,9 @@
 //!   script adds;
 //! - `start.sh`, the start script ([`super::script`]);
 //! - `cluster-id`, `initial-controllers` (`<id>@<host>:9093:<directory id>,...`, what a new
-//!   cluster's controllers format their storage with) and `bootstrapped` (`true` once the
-//!   quorum was formed: a controller that finds no metadata log then formats without
-//!   claiming to be an initial voter);
+//!   cluster's controllers format their storage with) and `bootstrapped`
+//!   (`status.quorumBootstrapped`: `true` once every initial voter joined; a controller
+//!   that finds no metadata log then formats without claiming to be an initial voter);
 //! - `external-<ordinal>`: the address broker `ordinal` advertises on the external listener,
 //!   `host:port` (an empty host: the node's own address), once known.
 //!

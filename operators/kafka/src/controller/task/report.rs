@@ -1,5 +1,6 @@
-//! What a pass reports: the status (cluster id, whether the quorum is bootstrapped, quorum, nodes, partition health, bootstrap
-//! address, phase, conditions) and an Event when a wait begins.
+//! What a pass reports: the status (cluster id, whether the quorum is bootstrapped, quorum,
+//! nodes, partition health, bootstrap address, phase, conditions) and an Event when a wait
+//! begins.
 
 use std::collections::BTreeSet;
 

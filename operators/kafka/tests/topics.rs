@@ -68,6 +68,19 @@ fn topic_object(name: &str, spec: serde_json::Value) -> KafkaTopic {
     .unwrap()
 }
 
+/// Deletes KafkaTopic `name` and waits until it is gone (its finalizer removed).
+async fn delete_and_wait(kafka: &support::KafkaCluster, topics: &Api<KafkaTopic>, name: &str) {
+    topics.delete(name, &DeleteParams::default()).await.unwrap();
+    kafka
+        .until(&format!("{name} gone"), || async {
+            match topics.get_opt(name).await.map_err(|e| e.to_string())? {
+                None => Ok(()),
+                Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
+            }
+        })
+        .await;
+}
+
 /// Touches KafkaTopic `name` (an annotation: no new generation), which makes the
 /// controller reconcile it at once.
 async fn touch(topics: &Api<KafkaTopic>, name: &str, value: &str) {
@@ -107,15 +120,7 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
     topics.create(&pp, &topic_object("orphan", json!({"clusterName": "nowhere", "partitions": 1}))).await.unwrap();
     status_until(&kafka, &topics, "orphan", "the orphan to wait", |s| is(s, "Ready", "False", "ClusterNotFound")).await;
     // Deleted, it goes at once: a cluster that does not exist has no topic to delete.
-    topics.delete("orphan", &DeleteParams::default()).await.unwrap();
-    kafka
-        .until("the orphan gone", || async {
-            match topics.get_opt("orphan").await.map_err(|e| e.to_string())? {
-                None => Ok(()),
-                Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
-            }
-        })
-        .await;
+    delete_and_wait(&kafka, &topics, "orphan").await;
 
     // The cluster, as the per-cluster task reports it once a broker registered.
     let cluster: KafkaCluster = serde_json::from_value(json!({
@@ -201,15 +206,7 @@ async fn topics_are_created_corrected_claimed_once_observed_and_deleted_as_their
     .await;
     let message = &claimed.conditions.iter().find(|c| c.type_ == "Ready").unwrap().message;
     assert!(message.contains("KafkaTopic orders's"), "{message}");
-    topics.delete("orders-again", &DeleteParams::default()).await.unwrap();
-    kafka
-        .until("orders-again gone", || async {
-            match topics.get_opt("orders-again").await.map_err(|e| e.to_string())? {
-                None => Ok(()),
-                Some(t) => Err(format!("{:?}", t.metadata.finalizers)),
-            }
-        })
-        .await;
+    delete_and_wait(&kafka, &topics, "orders-again").await;
     let kept = admin.topic("orders").await.unwrap().expect("orders stays in Kafka");
     assert_eq!(kept.partitions.len(), 6, "the second resource did not grow it");
     assert_eq!(retention(&admin, "orders").await.as_deref(), Some("60000"), "nor reconfigure it");

@@ -5,8 +5,9 @@
 # recipe is deploy/images/<id>/recipe.sh (see deploy/images/README.md).
 #
 #   scripts/build-images.sh               build every image
-#   scripts/build-images.sh mariadb tools build some (ids: pause mariadb etcd kafka coredns
-#                                         tools statecraft-mysql statecraft-etcd statecraft-kafka statecraft-echo)
+#   scripts/build-images.sh mariadb tools build some (ids: pause mariadb etcd kafka kafka-previous
+#                                         coredns tools statecraft-mysql statecraft-etcd
+#                                         statecraft-kafka statecraft-echo)
 #
 # Root filesystems: Debian images start from one `debootstrap --variant=minbase bookworm`
 # tarball, made once and cached in $CACHE/images/base/; static images (Go and Rust binaries)
@@ -226,6 +227,7 @@ pack_image() {
 recipe_dir() {
   if [ -f "$IMAGES_DIR/$1/recipe.sh" ]; then echo "$IMAGES_DIR/$1"
   elif [[ "$1" == statecraft-* ]]; then echo "$IMAGES_DIR/operator"
+  elif [[ "$1" == *-previous && -f "$IMAGES_DIR/${1%-previous}/recipe.sh" ]]; then echo "$IMAGES_DIR/${1%-previous}"
   else die "no recipe for image $1 (expected $IMAGES_DIR/$1/recipe.sh)"; fi
 }
 

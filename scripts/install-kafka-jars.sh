@@ -5,11 +5,17 @@
 # Kafka processes from `$CACHE/kafka/current/libs` (`java -cp 'libs/*' kafka.Kafka ...`); the
 # image recipe copies the same jars. Idempotent: a `.done` marker records a complete resolve,
 # so a second run does nothing but print the path.
+#
+#   scripts/install-kafka-jars.sh           the pom's version (and the `current` link)
+#   scripts/install-kafka-jars.sh 4.3.2     another release with the same pom (the image the
+#                                           upgrade e2e starts from); `current` stays
 source "$(dirname "$0")/lib.sh"
 
 POM="$ROOT/deploy/images/kafka/pom.xml"
-version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")"
-[ -n "$version" ] || { echo "no <kafka.version> in $POM" >&2; exit 1; }
+pom_version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")"
+[ -n "$pom_version" ] || { echo "no <kafka.version> in $POM" >&2; exit 1; }
+version="${1:-$pom_version}"
+[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "not a Kafka version: $version" >&2; exit 1; }
 dir="$CACHE/kafka/$version-$(inputs_hash "$POM")"
 
 if [ -f "$dir/.done" ]; then
@@ -20,8 +26,9 @@ else
   log "resolving Kafka $version jars from Maven Central (cold: ~1 min)"
   rm -rf "$dir"
   mkdir -p "$dir"
-  mvn -B -q -Dstyle.color=never -f "$POM" dependency:copy-dependencies -DincludeScope=runtime \
-    -DoutputDirectory="$dir/libs"
+  # stdout is the path alone: what mvn says goes to stderr.
+  mvn -B -q -Dstyle.color=never -f "$POM" -Dkafka.version="$version" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$dir/libs" >&2
   # The harness runs these two classes; a pom that lost them must fail here, not in a test.
   classes="$(for jar in "$dir"/libs/*.jar; do unzip -Z1 "$jar"; done)"
   for class in kafka.Kafka kafka.tools.StorageTool; do
@@ -31,6 +38,10 @@ else
   log "Kafka $version jars in $dir/libs"
 fi
 
+if [ "$version" != "$pom_version" ]; then
+  echo "$dir/libs"
+  exit 0
+fi
 # A stable path for the tests: a relative link, so a moved cache keeps working.
 ln -sfn "$(basename "$dir")" "$CACHE/kafka/current"
 echo "$CACHE/kafka/current/libs"

@@ -2,6 +2,8 @@
 # scripts/install-kafka-jars.sh with mvn dependency:copy-dependencies) on Debian's
 # openjdk-17-jre-headless. Layout like the official image: /opt/kafka/{bin,config,libs}, user
 # kafka = uid/gid 1000 (the official image's appuser is 1000 too), data in /var/lib/kafka/data.
+# Also the recipe of kafka-previous (KAFKA_PREVIOUS_IMAGE): the same pom and files with an
+# older Kafka release, the one the upgrade e2e starts from.
 BASE=debian
 CMD=(/opt/kafka/bin/kafka-server-start /opt/kafka/config/server.properties)
 USER_ID=1000:1000
@@ -11,19 +13,34 @@ ENV=(LANG=C.UTF-8 KAFKA_HOME=/opt/kafka)
 IMAGE_PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 KAFKA_LIBS=""
+TOOLS=() # "name main-class" of each launcher in /opt/kafka/bin, resolved by prepare
 
 prepare() {
   local pom="$RECIPE_DIR/pom.xml" v
   v="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")"
-  [ "$v" = "$TAG" ] || die "pom.xml has Kafka $v, but the image is tagged $TAG"
+  if [ "$ID" = kafka ]; then
+    [ "$v" = "$TAG" ] || die "pom.xml has Kafka $v, but the image is tagged $TAG"
+  else
+    [ "$TAG" != "$v" ] && [ "$(printf '%s\n' "$TAG" "$v" | sort -V | head -n1)" = "$TAG" ] ||
+      die "$NAME must be an older Kafka than pom.xml's $v"
+  fi
   # The same jars the Kafka operator's tests run, resolved once into the cache.
-  KAFKA_LIBS="$("$ROOT/scripts/install-kafka-jars.sh")"
-  # Every launcher's main class must be in the jars.
-  local classes c jar
+  KAFKA_LIBS="$("$ROOT/scripts/install-kafka-jars.sh" "$TAG")"
+  # Every launcher's main class must be in the jars: the first of its classes that is (a
+  # tool that moved between releases lists both).
+  local classes c jar name found
   classes="$(for jar in "$KAFKA_LIBS"/*.jar; do unzip -Z1 "$jar"; done)"
-  for c in kafka.Kafka $(sed -e 's/#.*//' "$RECIPE_DIR/tools" | awk 'NF { print $2 }'); do
-    grep -qxF "$(echo "$c" | tr . /).class" <<<"$classes" || die "Kafka $v jars lack $c (deploy/images/kafka/tools)"
-  done
+  grep -qxF kafka/Kafka.class <<<"$classes" || die "Kafka $TAG jars lack kafka.Kafka"
+  TOOLS=()
+  while read -r name rest; do
+    [ -n "$name" ] || continue
+    found=""
+    for c in $rest; do
+      grep -qxF "$(echo "$c" | tr . /).class" <<<"$classes" && { found="$c"; break; }
+    done
+    [ -n "$found" ] || die "Kafka $TAG jars lack every class of $name: $rest (deploy/images/kafka/tools)"
+    TOOLS+=("$name $found")
+  done < <(sed -e 's/#.*//' "$RECIPE_DIR/tools")
 }
 
 pre_install() {
@@ -33,14 +50,14 @@ pre_install() {
 }
 
 populate() {
-  local k="$ROOTFS/opt/kafka" name class
+  local k="$ROOTFS/opt/kafka" tool name class
   install -d -m 0755 "$k/bin" "$k/config" "$k/libs"
   install -m 0644 "$KAFKA_LIBS"/*.jar "$k/libs/"
   install -m 0755 "$RECIPE_DIR/kafka-run-class" "$RECIPE_DIR/kafka-server-start" "$k/bin/"
   ln -s kafka-run-class "$k/bin/kafka-run-class.sh"
   ln -s kafka-server-start "$k/bin/kafka-server-start.sh"
-  sed -e 's/#.*//' "$RECIPE_DIR/tools" | while read -r name class; do
-    [ -n "$name" ] || continue
+  for tool in "${TOOLS[@]}"; do
+    read -r name class <<<"$tool"
     printf '#!/bin/sh\nexec "${KAFKA_HOME:-/opt/kafka}/bin/kafka-run-class" %s "$@"\n' "$class" > "$k/bin/$name"
     chmod 0755 "$k/bin/$name"
     ln -s "$name" "$k/bin/$name.sh"

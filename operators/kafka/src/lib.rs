@@ -97,9 +97,12 @@ impl Operator for KafkaOperator {
             // A cluster-wide dynamic key of the spec reaches every broker, without a restart,
             // and the status observes the new generation.
             "L1.config",
-            // Level 2: a new pod revision rolls node by node, controllers first and the
-            // active one last, behind the quorum and min-ISR gates.
+            // Level 2: a version upgrade (the previous release to the one built here) rolls
+            // node by node, controllers first and the active one last, behind the quorum and
+            // min-ISR gates, then finalizes metadata.version; the downgrade back is refused.
+            "L2.operand-upgrade",
             "L2.rolling-restart",
+            "L2.version-checks",
             // Level 3, what the builders guarantee: probes, resources passed through, a PDB
             // per pool, nodes spread over hosts.
             "L3.probes",

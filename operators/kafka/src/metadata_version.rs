@@ -4,6 +4,9 @@
 //! (`org.apache.kafka.server.common.MetadataVersion.values()`: `featureLevel()` and
 //! `version()`, `isProduction()`); 34 (`4.5-IV0`) is not production in 4.4.0 and is left out.
 
+/// The feature's name in ApiVersions and UpdateFeatures.
+pub const FEATURE: &str = "metadata.version";
+
 /// (feature level, name) of every production metadata.version Kafka 4.4.0 knows.
 const LEVELS: &[(i16, &str)] = &[
     (7, "3.3-IV3"),

@@ -39,6 +39,9 @@ pub enum Kafka {
     Rolling,
     /// The cluster-wide dynamic configuration was changed on every broker, no restart.
     Reconfigured,
+    /// metadata.version was raised to the newest level of the spec's release after a
+    /// version change rolled (`metadataVersion: Auto`).
+    MetadataVersionFinalized,
     /// The brokers run another cluster id than this resource's: its volumes hold another
     /// cluster's data.
     ClusterIdMismatch,

@@ -17,9 +17,9 @@ use crate::api::cluster::MAX_BROKERS;
 use crate::api::{KafkaClusterSpec, KafkaTopicSpec, Storage};
 use crate::names::MAX_CLUSTER_NAME;
 
-/// Release series the operator supports. Add a series here (and build its image) to
-/// support it: 4.3 comes with the upgrade test of issue 15.
-pub const SUPPORTED_SERIES: &[(u32, u32)] = &[(4, 4)];
+/// Release series the operator supports, oldest first. Add a series here (and build its
+/// image) to support it. 4.3 is the series the upgrade e2e starts from (`KAFKA_PREVIOUS_IMAGE`).
+pub const SUPPORTED_SERIES: &[(u32, u32)] = &[(4, 3), (4, 4)];
 
 /// The repository of the official Kafka image.
 const REPOSITORY: &str = "docker.io/apache/kafka";
@@ -545,7 +545,11 @@ mod tests {
         }
         let (field, message) = refused(validate(&KafkaClusterSpec { version: "3.9.1".into(), ..spec() }));
         assert_eq!(field, "spec.version");
-        assert!(message.contains("supported: 4.4"), "{message}");
+        assert!(message.contains("4.3, 4.4"), "{message}");
+        let previous = statecraft_shared::deploy::images_env("KAFKA_PREVIOUS_IMAGE").unwrap();
+        let (_, tag) = previous.rsplit_once(':').unwrap();
+        let valid = validate(&KafkaClusterSpec { version: tag.into(), ..spec() }).unwrap();
+        assert_eq!(valid.image, previous, "the previous release runs the image built for it");
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub const MAX_BROKERS: i32 = 100;
 ]))]
 pub struct KafkaClusterSpec {
     /// Kafka version, `MAJOR.MINOR.PATCH` such as `4.4.0` (the default, the version built
-    /// here). Supported: the 4.4 series. Changing it rolls the nodes; metadata.version is
+    /// here). Supported: the 4.3 and 4.4 series. Changing it rolls the nodes; metadata.version is
     /// then finalized as `metadataVersion` says.
     #[serde(default = "default_version")]
     #[schemars(length(min = 5, max = 32), pattern(r"^[0-9]+\.[0-9]+\.[0-9]+$"))]

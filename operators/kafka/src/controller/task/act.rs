@@ -1,7 +1,7 @@
 //! What a pass does, in this order: marks pods ready or not (their readiness gate), applies
-//! the cluster-wide dynamic configuration (no restart), and takes one step of a roll of a new
-//! pod revision behind Kafka's gates (`crate::roll`), electing preferred leaders once a
-//! restarted broker is back.
+//! the cluster-wide dynamic configuration (no restart), elects preferred leaders once a
+//! restarted broker is back, finalizes metadata.version once a version change has rolled,
+//! and takes one step of a roll of a new pod revision behind Kafka's gates (`crate::roll`).
 
 use chrono::Utc;
 use k8s_openapi::api::core::v1::Pod;
@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use super::super::Context;
 use super::Memory;
-use super::decide::Decision;
+use super::decide::{Decision, Finalize};
 use super::observe::{Observation, Pool};
 use crate::admin::Admin;
 use crate::api::{KafkaCluster, KafkaClusterStatus};
@@ -65,6 +65,23 @@ pub async fn act(
         match elect_preferred(ctx, cluster, o, &decision.elect).await {
             Ok(()) => next = Next::Now,
             Err(e) => warn!(error = %e, "preferred leader election failed"),
+        }
+    }
+    if let Some(finalize) = decision.finalize {
+        match finalize_metadata(ctx, cluster, o, finalize).await {
+            Ok(()) => {
+                memory.finalize_failure = None;
+                next = Next::Now;
+            }
+            Err(e) => {
+                warn!(error = %e, "finalizing metadata.version failed");
+                let message = format!("metadata.version not raised to {}: {e}", level_name(finalize.to));
+                // One Event per failure, not one a pass.
+                if memory.finalize_failure.as_ref() != Some(&message) {
+                    ctx.rt.events.warning(cluster, e.reason(), "Finalize", message.clone()).await;
+                    memory.finalize_failure = Some(message);
+                }
+            }
         }
     }
     let Some(snapshot) = &decision.snapshot else {
@@ -156,6 +173,32 @@ async fn elect_preferred(
     let message = format!("preferred leaders elected for {} partition(s)", partitions.len());
     ctx.rt.events.normal(cluster, Kafka::ElectLeaders, "Rebalance", message).await;
     Ok(())
+}
+
+/// Raises the finalized metadata.version (UpdateFeatures): the new release's metadata
+/// records and behaviour take effect, and from then on a downgrade below that release is
+/// refused (`validate::check_version_change`).
+async fn finalize_metadata(ctx: &Context, cluster: &KafkaCluster, o: &Observation, finalize: Finalize) -> Result<()> {
+    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
+        system: "kafka".into(),
+        message: "no broker is running to finalize metadata.version on".into(),
+    })?;
+    ctx.rt.leadership.check()?;
+    let admin = Admin::connect(&address, ADMIN_TIMEOUT).await?;
+    admin.update_feature(crate::metadata_version::FEATURE, finalize.to).await?;
+    let message = format!(
+        "metadata.version finalized: {} -> {}; versions older than its release are refused from now on",
+        level_name(finalize.from),
+        level_name(finalize.to)
+    );
+    info!(from = finalize.from, to = finalize.to, "metadata.version finalized");
+    ctx.rt.events.normal(cluster, Kafka::MetadataVersionFinalized, "Finalize", message).await;
+    Ok(())
+}
+
+/// A metadata.version level by its name, or its number when the table does not know it.
+fn level_name(level: i16) -> String {
+    crate::metadata_version::name(level).map_or_else(|| format!("level {level}"), str::to_owned)
 }
 
 /// One step of the roll: the shared engine over Kafka's order and gates.

@@ -1,11 +1,14 @@
 //! The pure decision of a pass: which pods' readiness gates change, which cluster-wide
-//! dynamic configuration to apply, which partitions get their preferred leader back, and
-//! the roll's view of the pass ([`snapshot`]). The roll's step is the shared engine's, taken
+//! dynamic configuration to apply, which partitions get their preferred leader back, whether
+//! metadata.version is finalized ([`finalize`]), and the roll's view of the pass
+//! ([`snapshot`]). The roll's step is the shared engine's, taken
 //! in `act` over that snapshot (its gates are pure too, see `crate::roll`).
 
 use std::collections::BTreeMap;
 
+use crate::api::MetadataVersionPolicy;
 use crate::build::dynamic::is_cluster_wide;
+use crate::metadata_version;
 use crate::observed::{ConfigChange, Quorum};
 use crate::roll::{self, Node, PartitionState, Snapshot};
 use crate::validate::ValidCluster;
@@ -22,6 +25,8 @@ pub struct Decision {
     /// Partitions whose preferred leader is back in their ISR but does not lead them
     /// ([`roll::preferred_elections`]), elected only while every broker serves.
     pub elect: Vec<(String, i32)>,
+    /// The metadata.version to finalize, once a version change has rolled.
+    pub finalize: Option<Finalize>,
     /// The roll's view of this pass; `None` when Kafka did not say enough to gate a restart.
     pub snapshot: Option<Snapshot>,
 }
@@ -45,7 +50,45 @@ pub fn decide(o: &Observation) -> Decision {
         Some(s) if every_broker_serves(s) => roll::preferred_elections(s),
         _ => Vec::new(),
     };
-    Decision { gates, config, elect, snapshot }
+    let finalize = snapshot.as_ref().and_then(|s| finalize(o, s));
+    Decision { gates, config, elect, finalize, snapshot }
+}
+
+/// A raise of the finalized metadata.version (feature levels, see [`metadata_version`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finalize {
+    /// The level finalized now.
+    pub from: i16,
+    /// The newest level of the spec's release series.
+    pub to: i16,
+}
+
+/// Whether to finalize metadata.version this pass: the policy is `Auto`, every node serves on
+/// its target revision (the roll is over), the finalized level is older than the newest level
+/// of the spec's release, and the answering node supports that level. The last check keeps
+/// the raise from racing the roll: between a version change and its new StatefulSets, every
+/// node is still on its (old) target revision, and old binaries do not support the new level.
+/// Kafka's controller refuses a level that any registered node does not support as well.
+pub fn finalize(o: &Observation, snapshot: &Snapshot) -> Option<Finalize> {
+    let valid = o.valid.as_ref()?;
+    if valid.spec.metadata_version != MetadataVersionPolicy::Auto {
+        return None;
+    }
+    let rolled = !snapshot.nodes.is_empty()
+        && snapshot.nodes.iter().all(|n| {
+            n.ready
+                && (n.broker_running || !n.is_broker())
+                && !n.target_revision.is_empty()
+                && n.current_revision == n.target_revision
+        });
+    if !rolled {
+        return None;
+    }
+    let features = o.kafka.features.as_ref()?;
+    let from = *features.finalized.get(metadata_version::FEATURE)?;
+    let to = metadata_version::latest_of(valid.version.series())?;
+    let supported = features.supported.get(metadata_version::FEATURE).is_some_and(|&(_, max)| max >= to);
+    (to > from && supported).then_some(Finalize { from, to })
 }
 
 /// The roll's view of the pass: every node of the layout, the quorum, the partitions with
@@ -355,6 +398,55 @@ mod tests {
         assert_eq!(next_bootstrapped(Some(true), true, Some(false)), Some(true), "a voter lost since stays lost");
         assert_eq!(next_bootstrapped(Some(true), true, None), Some(true));
         assert_eq!(next_bootstrapped(None, true, Some(false)), Some(true), "a status from before the field");
+    }
+
+    /// metadata.version is raised once, after the roll, to the newest level of the spec's
+    /// release, and only while the nodes support it: not while old binaries still run, not
+    /// with a node down or on its old revision, not under `Manual`.
+    #[test]
+    fn metadata_version_is_finalized_only_after_the_roll_and_under_auto() {
+        use crate::observed::Features;
+        let spec = |policy: &str| -> crate::api::KafkaClusterSpec {
+            serde_json::from_value(serde_json::json!({
+                "version": "4.4.0",
+                "controllers": {"replicas": 1, "storage": {"size": "1Gi"}},
+                "brokers": {"replicas": 1, "storage": {"size": "1Gi"}},
+                "defaultReplicationFactor": 1, "minInsyncReplicas": 1,
+                "metadataVersion": policy,
+            }))
+            .unwrap()
+        };
+        let features = |finalized: i16, max: i16| Features {
+            finalized: [(metadata_version::FEATURE.to_string(), finalized)].into(),
+            supported: [(metadata_version::FEATURE.to_string(), (7, max))].into(),
+        };
+        let kafka = |f: Features| Kafka {
+            cluster: Some(brokers(&[100], &[])),
+            quorum: Some(quorum(NOW, &[(0, NOW)])),
+            topics: Some(Vec::new()),
+            reassignments: Some(0),
+            features: Some(f),
+            ..Kafka::default()
+        };
+        let at = |policy: &str, f: Features, pods: Vec<NodePod>| {
+            let mut o = observation(pods, kafka(f));
+            o.valid = Some(crate::validate::validate(&spec(policy)).unwrap());
+            decide(&o).finalize
+        };
+        let serving = || vec![pod(Pool::Controller, 0, true, true), pod(Pool::Broker, 100, true, true)];
+        assert_eq!(at("Auto", features(30, 33), serving()), Some(Finalize { from: 30, to: 33 }));
+        assert_eq!(at("Auto", features(33, 33), serving()), None, "finalized already");
+        assert_eq!(at("Auto", features(30, 30), serving()), None, "the answering node runs 4.3 still");
+        assert_eq!(at("Manual", features(30, 33), serving()), None);
+        let mut old = serving();
+        old[1].revision = Some("r0".into());
+        assert_eq!(at("Auto", features(30, 33), old), None, "a broker is on its old revision");
+        let mut down = serving();
+        down[0].container_ready = false;
+        assert_eq!(at("Auto", features(30, 33), down), None, "a controller is down");
+        let mut o = observation(serving(), Kafka { cluster: Some(brokers(&[], &[100])), ..kafka(features(30, 33)) });
+        o.valid = Some(crate::validate::validate(&spec("Auto")).unwrap());
+        assert_eq!(decide(&o).finalize, None, "a broker is fenced");
     }
 
     /// Preferred leaders are elected back only while every broker serves: during a roll the

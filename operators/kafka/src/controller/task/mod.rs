@@ -44,6 +44,8 @@ impl Nodes {
 struct Memory {
     /// The wait last published as an Event.
     waits: Waits,
+    /// The last failure to finalize metadata.version published as an Event.
+    finalize_failure: Option<String>,
 }
 
 impl ClusterLoop for Nodes {

@@ -95,7 +95,7 @@ fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Obse
         status.under_min_isr_partitions = Some(under_min);
         status.offline_partitions = Some(offline);
     }
-    if let Some(level) = kafka.features.as_ref().and_then(|f| f.finalized.get("metadata.version")) {
+    if let Some(level) = kafka.features.as_ref().and_then(|f| f.finalized.get(crate::metadata_version::FEATURE)) {
         status.finalized_metadata_version = crate::metadata_version::name(*level).map(str::to_owned);
     }
     let directory = |id: i32| {

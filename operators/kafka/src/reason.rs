@@ -42,6 +42,10 @@ pub enum Kafka {
     /// metadata.version was raised to the newest level of the spec's release after a
     /// version change rolled (`metadataVersion: Auto`).
     MetadataVersionFinalized,
+    /// A node came back with another metadata log directory id than before: its volume was
+    /// lost and formatted anew (a broker refills by replication; a controller is an observer
+    /// until added back to the quorum).
+    StorageReplaced,
     /// The brokers run another cluster id than this resource's: its volumes hold another
     /// cluster's data.
     ClusterIdMismatch,

@@ -131,15 +131,21 @@ fn broker_address(o: &Observation) -> Option<String> {
         .find_map(|p| p.ip.as_ref().map(|ip| format!("{ip}:{port}")))
 }
 
+/// An admin connection to a running broker, for `purpose` (said in the error when none runs),
+/// once this replica is still the leader.
+async fn broker_admin(ctx: &Context, o: &Observation, purpose: &str) -> Result<Admin> {
+    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
+        system: "kafka".into(),
+        message: format!("no broker is running to {purpose}"),
+    })?;
+    ctx.rt.leadership.check()?;
+    Ok(Admin::connect(&address, ADMIN_TIMEOUT).await?)
+}
+
 /// Applies the cluster-wide dynamic configuration with IncrementalAlterConfigs: every broker
 /// takes it at once, none restarts.
 async fn apply_config(ctx: &Context, cluster: &KafkaCluster, o: &Observation, decision: &Decision) -> Result<()> {
-    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
-        system: "kafka".into(),
-        message: "no broker is running to apply the configuration to".into(),
-    })?;
-    ctx.rt.leadership.check()?;
-    let admin = Admin::connect(&address, ADMIN_TIMEOUT).await?;
+    let admin = broker_admin(ctx, o, "apply the configuration to").await?;
     admin.alter_configs(&ConfigResource::ClusterDefault, &decision.config).await?;
     let keys: Vec<String> = decision.config.iter().map(|c| format!("{c:?}")).collect();
     ctx.rt
@@ -163,12 +169,7 @@ async fn elect_preferred(
     o: &Observation,
     partitions: &[(String, i32)],
 ) -> Result<()> {
-    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
-        system: "kafka".into(),
-        message: "no broker is running to elect leaders on".into(),
-    })?;
-    ctx.rt.leadership.check()?;
-    let admin = Admin::connect(&address, ADMIN_TIMEOUT).await?;
+    let admin = broker_admin(ctx, o, "elect leaders on").await?;
     admin.elect_preferred_leaders(Some(partitions)).await?;
     let message = format!("preferred leaders elected for {} partition(s)", partitions.len());
     ctx.rt.events.normal(cluster, Kafka::ElectLeaders, "Rebalance", message).await;
@@ -179,12 +180,7 @@ async fn elect_preferred(
 /// records and behaviour take effect, and from then on a downgrade below that release is
 /// refused (`validate::check_version_change`).
 async fn finalize_metadata(ctx: &Context, cluster: &KafkaCluster, o: &Observation, finalize: Finalize) -> Result<()> {
-    let address = broker_address(o).ok_or_else(|| Error::DataPlane {
-        system: "kafka".into(),
-        message: "no broker is running to finalize metadata.version on".into(),
-    })?;
-    ctx.rt.leadership.check()?;
-    let admin = Admin::connect(&address, ADMIN_TIMEOUT).await?;
+    let admin = broker_admin(ctx, o, "finalize metadata.version on").await?;
     admin.update_feature(crate::metadata_version::FEATURE, finalize.to).await?;
     let message = format!(
         "metadata.version finalized: {} -> {}; versions older than its release are refused from now on",

@@ -46,6 +46,9 @@ struct Memory {
     waits: Waits,
     /// The last failure to finalize metadata.version published as an Event.
     finalize_failure: Option<String>,
+    /// The metadata log directory id last seen for each node: another one later means its
+    /// storage was replaced (a Warning Event).
+    directories: std::collections::BTreeMap<i32, String>,
 }
 
 impl ClusterLoop for Nodes {
@@ -89,7 +92,7 @@ impl ClusterLoop for Nodes {
         roll: &Option<Action>,
         status: &mut KafkaClusterStatus,
     ) -> Result<()> {
-        report::report(&self.ctx, cluster, o, roll.as_ref(), status).await;
+        report::report(&self.ctx, cluster, o, roll.as_ref(), &mut self.memory, status).await;
         Ok(())
     }
 

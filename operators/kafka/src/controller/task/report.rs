@@ -1,8 +1,8 @@
 //! What a pass reports: the status (cluster id, whether the quorum is bootstrapped, quorum,
-//! nodes, partition health, bootstrap address, phase, conditions) and an Event when a wait
-//! begins.
+//! nodes, partition health, bootstrap address, phase, conditions), an Event when a wait
+//! begins, and a Warning Event when a node comes back with new storage.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
 use statecraft_shared::reason::{Common, Reason};
@@ -10,6 +10,7 @@ use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::upgrade::Action;
 
 use super::super::Context;
+use super::Memory;
 use super::decide::{caught_up_voter, min_isr, next_bootstrapped, serving};
 use super::observe::{Kafka, Observation, Pool};
 use crate::api::{KafkaCluster, KafkaClusterStatus, NodeStatus, QuorumReplica, QuorumStatus};
@@ -22,8 +23,16 @@ pub async fn report(
     cluster: &KafkaCluster,
     o: &Observation,
     roll: Option<&Action>,
+    memory: &mut Memory,
     status: &mut KafkaClusterStatus,
 ) {
+    // The directory ids known before this pass: remembered, else the status's (after an
+    // operator restart).
+    for node in &status.nodes {
+        if let Some(id) = &node.directory_id {
+            memory.directories.entry(node.id).or_insert_with(|| id.clone());
+        }
+    }
     let expected = super::super::reconcile::cluster_id(cluster).ok();
     let initial = o.valid.as_ref().map(|v| crate::build::config::initial_voters(v, &cluster.uid().unwrap_or_default()));
     let now = o.kafka.quorum.as_ref().zip(initial).map(|(quorum, initial)| quorum.bootstrapped(&initial));
@@ -43,6 +52,50 @@ pub async fn report(
         status.cluster_id.get_or_insert(seen);
     }
     fill_status(status, cluster, o, roll);
+    let now: BTreeMap<i32, String> =
+        status.nodes.iter().filter_map(|n| Some((n.id, n.directory_id.clone()?))).collect();
+    for (id, before, after) in storage_replaced(&memory.directories, &now) {
+        let node = status.nodes.iter().find(|n| n.id == id);
+        let pod = node.map_or_else(String::new, |n| n.pod.clone());
+        let observer = "it formats without joining the quorum and is an observer until added back as a voter \
+                        (not done by the operator yet)";
+        let refill = "its replicas refill from the other brokers";
+        let then = match node.map(|n| n.role) {
+            Some(crate::api::NodeRole::Controller) => observer.to_owned(),
+            Some(crate::api::NodeRole::Combined) => format!("{observer}, and {refill}"),
+            _ => format!("it was formatted with the cluster id and {refill}"),
+        };
+        let message = format!(
+            "node {id} ({pod}) came back with new storage (directory {before} -> {after}): its volume was lost; {then}"
+        );
+        ctx.rt.events.warning(cluster, Reasons::StorageReplaced, "Observe", message).await;
+    }
+    memory.directories.extend(now);
+}
+
+/// The metadata log directory node `id` runs now. After its storage was replaced, Kafka lists
+/// the node twice for minutes (the old directory as an observer that stopped fetching, or as
+/// the voter it was): the entry fetched last is the live one. Found by the e2e's lost volume,
+/// whose broker the status kept showing with its old directory.
+pub fn current_directory(quorum: &crate::observed::Quorum, id: i32) -> Option<String> {
+    quorum
+        .voters
+        .iter()
+        .chain(&quorum.observers)
+        .filter(|r| r.id == id && r.directory_id.is_some())
+        .max_by_key(|r| r.last_fetch_timestamp.unwrap_or(i64::MIN))
+        .and_then(|r| r.directory_id.clone())
+}
+
+/// The nodes seen now with another metadata log directory than the one last known for them:
+/// their storage was lost and formatted anew. `(node id, directory before, directory now)`.
+pub fn storage_replaced(known: &BTreeMap<i32, String>, now: &BTreeMap<i32, String>) -> Vec<(i32, String, String)> {
+    now.iter()
+        .filter_map(|(id, after)| {
+            let before = known.get(id)?;
+            (before != after).then(|| (*id, before.clone(), after.clone()))
+        })
+        .collect()
 }
 
 /// Partitions whose ISR is smaller than their replicas, than their min ISR, or that have no
@@ -98,13 +151,7 @@ fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Obse
     if let Some(level) = kafka.features.as_ref().and_then(|f| f.finalized.get(crate::metadata_version::FEATURE)) {
         status.finalized_metadata_version = crate::metadata_version::name(*level).map(str::to_owned);
     }
-    let directory = |id: i32| {
-        kafka
-            .quorum
-            .as_ref()
-            .and_then(|q| q.voters.iter().chain(&q.observers).find(|r| r.id == id))
-            .and_then(|r| r.directory_id.clone())
-    };
+    let directory = |id: i32| kafka.quorum.as_ref().and_then(|q| current_directory(q, id));
     status.nodes = o
         .pods
         .values()
@@ -194,4 +241,49 @@ fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Obse
         }
         None => set_condition(c, ConditionType::Progressing, false, Common::Idle, &message, generation),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_listed_twice_runs_the_directory_fetched_last() {
+        use crate::observed::{Quorum, QuorumReplica};
+        let replica = |id: i32, directory: &str, fetched: Option<i64>| QuorumReplica {
+            id,
+            directory_id: Some(directory.to_owned()),
+            log_end_offset: 1,
+            last_fetch_timestamp: fetched,
+            last_caught_up_timestamp: fetched,
+        };
+        let quorum = Quorum {
+            voters: vec![replica(0, "v0", Some(10))],
+            observers: vec![replica(100, "old", Some(5)), replica(100, "new", Some(9)), replica(101, "b", None)],
+            ..Quorum::default()
+        };
+        assert_eq!(current_directory(&quorum, 100).as_deref(), Some("new"));
+        assert_eq!(current_directory(&quorum, 101).as_deref(), Some("b"));
+        assert_eq!(current_directory(&quorum, 0).as_deref(), Some("v0"));
+        assert_eq!(current_directory(&quorum, 102), None);
+        // A controller formatted anew: its old voter entry stays, the new one observes.
+        let quorum = Quorum { observers: vec![replica(0, "v0-new", Some(11))], ..quorum };
+        assert_eq!(current_directory(&quorum, 0).as_deref(), Some("v0-new"));
+    }
+
+    /// A node is reported once, when it is first seen with a new directory id; a node not
+    /// seen this pass, or seen for the first time, is not.
+    #[test]
+    fn a_node_with_a_new_directory_id_had_its_storage_replaced() {
+        let ids = |pairs: &[(i32, &str)]| -> BTreeMap<i32, String> {
+            pairs.iter().map(|(id, d)| (*id, (*d).to_owned())).collect()
+        };
+        let known = ids(&[(0, "a"), (100, "b"), (101, "c")]);
+        let now = ids(&[(0, "a"), (100, "B"), (102, "d")]);
+        assert_eq!(storage_replaced(&known, &now), vec![(100, "b".to_owned(), "B".to_owned())]);
+        let mut remembered = known.clone();
+        remembered.extend(now.clone());
+        assert!(storage_replaced(&remembered, &now).is_empty(), "reported once");
+        assert!(storage_replaced(&BTreeMap::new(), &now).is_empty(), "nothing known yet");
+    }
 }

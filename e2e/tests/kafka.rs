@@ -1,7 +1,8 @@
 //! The Kafka operator on a real cluster: its image, the manifests users install, a KRaft
-//! cluster of 3 controllers and 3 brokers, and a roll of every node judged by Kafka's own
-//! clients: **VerifiableProducer** (acks=all, idempotent) writes while the operator rolls a new
-//! image through the cluster, **VerifiableConsumer** reads everything back afterwards, and the
+//! cluster of 3 controllers and 3 brokers on the previous Kafka release, and its upgrade to
+//! the release built here, judged by Kafka's own clients: **VerifiableProducer** (acks=all,
+//! idempotent) writes while the operator rolls the new version through the cluster and then
+//! finalizes metadata.version, **VerifiableConsumer** reads everything back afterwards, and the
 //! test diffs what was acknowledged against what was consumed (0 lost, 0 duplicates) while it
 //! samples the partitions below min.insync.replicas every second (must stay 0). Each test
 //! names the capability criteria it proves.
@@ -18,14 +19,16 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use statecraft_e2e::evidence::Evidence;
-use statecraft_e2e::images::{image, retagged, tag_on_node};
+use statecraft_e2e::faults::{PodInfo, crash};
+use statecraft_e2e::images::image;
 use statecraft_e2e::operator;
 use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::{Cluster, E2eError, Provider, TestNamespace, wait_until};
 use statecraft_kafka::KafkaOperator;
 use statecraft_kafka::admin::Admin;
 use statecraft_kafka::api::{KafkaCluster, KafkaClusterStatus, KafkaTopic, NodeRole};
-use statecraft_kafka::build::CLUSTER_LABEL;
+use statecraft_kafka::build::{CLUSTER_LABEL, statefulset::CONTAINER};
+use statecraft_kafka::metadata_version;
 use statecraft_kafka::nodes::node_id;
 use statecraft_kafka::observed::ConfigResource;
 
@@ -47,10 +50,25 @@ fn kafka_image() -> Result<&'static str, Error> {
     Ok(image("KAFKA_IMAGE").ok_or("KAFKA_IMAGE missing from images.env")?)
 }
 
-/// A KafkaCluster of 3 controllers and 3 brokers, sized for this machine. On the local
+/// The Kafka version of image `key` of images.env (its tag): the release built here
+/// (`KAFKA_IMAGE`) or the one the upgrade starts from (`KAFKA_PREVIOUS_IMAGE`).
+fn version_of(key: &str) -> Result<&'static str, Error> {
+    let name = image(key).ok_or_else(|| format!("{key} missing from images.env"))?;
+    Ok(name.rsplit_once(':').ok_or_else(|| format!("{key} has no tag: {name}"))?.1)
+}
+
+/// The name of the metadata.version a fresh cluster of `version` is formatted with, and a
+/// roll to it finalizes: the newest level of its release series.
+fn newest_metadata_of(version: &str) -> Result<&'static str, Error> {
+    let v = statecraft_kafka::validate::parse_version(version).ok_or_else(|| format!("not a version: {version}"))?;
+    let level = metadata_version::latest_of(v.series()).ok_or_else(|| format!("no metadata.version of {version}"))?;
+    Ok(metadata_version::name(level).ok_or("a level without a name")?)
+}
+
+/// A KafkaCluster of 3 controllers and 3 brokers of Kafka `version`, sized for this machine. On the local
 /// cluster, whose host-path provisioner ignores fsGroup, the volumes are handed to Kafka's
 /// user by the opt-in init container (kind's provisioner needs none).
-fn kafka_cluster(cluster: &Cluster, name: &str) -> Value {
+fn kafka_cluster(cluster: &Cluster, name: &str, version: &str) -> Value {
     let fix_ownership = cluster.provider == Provider::Local;
     let pool = |replicas: i32, size: &str, memory: &str| {
         json!({
@@ -64,6 +82,7 @@ fn kafka_cluster(cluster: &Cluster, name: &str) -> Value {
         "kind": "KafkaCluster",
         "metadata": { "name": name },
         "spec": {
+            "version": version,
             "controllers": pool(3, "1Gi", "640Mi"),
             "brokers": pool(3, "2Gi", "896Mi"),
         },
@@ -123,9 +142,11 @@ impl KafkaRef {
             .into_iter()
             .map(|p| {
                 let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+                let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
                 let pod = NodePod {
                     uid: p.uid().unwrap_or_default(),
                     terminating: p.metadata.deletion_timestamp.is_some(),
+                    ready: conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
                     restarts: statuses.map_or(0, |c| c.iter().map(|c| c.restart_count).sum()),
                 };
                 (p.name_any(), pod)
@@ -181,6 +202,119 @@ impl KafkaRef {
         self.apply(&job).map(|_| ())
     }
 
+    /// Creates the topic of the verifiable clients as a KafkaTopic and waits until the
+    /// operator's topic controller reports it Ready and in sync; returns the seconds that
+    /// took. (Kafka's own tool, used here before, once hung for its whole 60 s deadline on
+    /// the first CreateTopics right after Ready; the controller retries with its own time-out.)
+    async fn create_topic(&self) -> Result<f64, Error> {
+        let created = Instant::now();
+        self.apply(&json!({
+            "apiVersion": "kafka.statecraft.io/v1alpha1",
+            "kind": "KafkaTopic",
+            "metadata": { "name": TOPIC },
+            "spec": {
+                "clusterName": self.name, "partitions": 6, "replicationFactor": 3,
+                "config": { "min.insync.replicas": "2" },
+            },
+        }))?;
+        let topics: Api<KafkaTopic> = Api::namespaced(self.cluster.client.clone(), &self.namespace);
+        let topic = wait_until(Duration::from_secs(300), "KafkaTopic verify Ready and in sync", || async {
+            let status = topics.get(TOPIC).await.ok()?.status?;
+            let is_true = |type_: &str| status.conditions.iter().any(|c| c.type_ == type_ && c.status == "True");
+            (is_true("Ready") && is_true("InSync")).then_some(status)
+        })
+        .await?;
+        assert_eq!((topic.partitions, topic.replication_factor), (Some(6), Some(3)), "{topic:?}");
+        assert!(topic.topic_id.is_some(), "{topic:?}");
+        Ok(created.elapsed().as_secs_f64())
+    }
+
+    /// Deletes the clients' KafkaTopic while the operator still runs to remove its
+    /// finalizer: deleted with the namespace, after the operator, it would hold the
+    /// namespace in Terminating for good.
+    fn delete_topic(&self) -> Result<(), E2eError> {
+        self.kubectl(&["delete", "kafkatopic", TOPIC, "--timeout=120s"]).map(|_| ())
+    }
+
+    /// Starts VerifiableProducer (acks=all, idempotent) on the topic, [`RECORDS`] records at
+    /// [`THROUGHPUT`] a second, and waits for its first acknowledgement.
+    async fn produce(&self, bootstrap: &str) -> Result<(), Error> {
+        // VerifiableProducer sets retries=0 unless a config file says otherwise, which also
+        // turns idempotence off without a word: the file asks for both, as a real client
+        // would run (found by reading the tool's bytecode after 105 failed sends in a roll).
+        let command = format!(
+            "printf 'enable.idempotence=true\\nretries=2147483647\\n' > /tmp/producer.properties && \
+             exec kafka-verifiable-producer --bootstrap-server {bootstrap} --topic {TOPIC} --acks -1 \
+             --max-messages {RECORDS} --throughput {THROUGHPUT} --command-config /tmp/producer.properties"
+        );
+        self.job("producer", &["sh", "-c", &command])?;
+        wait_until(Duration::from_secs(180), "the producer's first acknowledgement", || async {
+            self.logs("producer").ok().filter(|l| l.contains("producer_send_success"))
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Waits for the producer to finish, reads the topic back with VerifiableConsumer and
+    /// checks that every acknowledged record is there, once, where it was acknowledged.
+    async fn check_records(&self, bootstrap: &str) -> Result<Records, Error> {
+        self.wait_job("producer", Duration::from_secs(900))?;
+        let produced = self.logs("producer")?;
+        let acked_events = events(&produced, "producer_send_success");
+        let acked: Vec<Record> = acked_events.iter().filter_map(record).collect();
+        let errors = events(&produced, "producer_send_error");
+        let failed = errors.len();
+        let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+        for e in &errors {
+            *failures.entry(e["exception"].as_str().unwrap_or("unknown").to_owned()).or_default() += 1;
+        }
+        assert!(acked.len() as u64 >= RECORDS / 2, "{} acknowledged of {RECORDS}", acked.len());
+        let max_messages = (acked.len() + failed).to_string();
+        self.job(
+            "consumer",
+            &[
+                "kafka-verifiable-consumer",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                TOPIC,
+                "--group-id",
+                "verify",
+                "--reset-policy",
+                "earliest",
+                "--verbose",
+                "--max-messages",
+                &max_messages,
+            ],
+        )?;
+        let wanted: BTreeSet<&str> = acked.iter().map(|r| r.value.as_str()).collect();
+        let consumed: Vec<Record> =
+            wait_until(Duration::from_secs(600), "the consumer to read every acknowledged record", || async {
+                let out = self.logs("consumer").ok()?;
+                let read: Vec<Record> = events(&out, "record_data").iter().filter_map(record).collect();
+                let values: BTreeSet<&str> = read.iter().map(|r| r.value.as_str()).collect();
+                wanted.iter().all(|v| values.contains(v)).then_some(read)
+            })
+            .await?;
+        let mut by_value: BTreeMap<&str, BTreeSet<(i64, i64)>> = BTreeMap::new();
+        for r in &consumed {
+            by_value.entry(r.value.as_str()).or_default().insert((r.partition, r.offset));
+        }
+        let duplicates = by_value.values().filter(|at| at.len() > 1).count();
+        let lost = wanted.iter().filter(|v| !by_value.contains_key(*v)).count();
+        assert_eq!(lost, 0);
+        assert_eq!(duplicates, 0, "records written twice");
+        for r in &acked {
+            assert!(
+                by_value[r.value.as_str()].contains(&(r.partition, r.offset)),
+                "{r:?} read where it was acknowledged"
+            );
+        }
+        let times: Vec<i64> = acked_events.iter().filter_map(|e| e["timestamp"].as_i64()).collect();
+        assert_eq!(times.len(), acked.len(), "every acknowledgement has its time");
+        Ok(Records { acked: acked.len(), failed, failures, longest_gap_seconds: longest_gap_ms(times) as f64 / 1000.0 })
+    }
+
     fn logs(&self, job: &str) -> Result<String, E2eError> {
         self.kubectl(&["logs", &format!("job/{job}")])
     }
@@ -217,8 +351,30 @@ async fn under_min_isr(ips: &[String], min_isr: usize) -> Option<usize> {
 struct NodePod {
     uid: String,
     terminating: bool,
+    /// Its Ready condition is true (for a node pod: the operator saw its node serve).
+    ready: bool,
     /// How often its containers restarted.
     restarts: i32,
+}
+
+/// What [`KafkaRef::check_records`] found (besides nothing lost and nothing twice).
+struct Records {
+    /// Records acknowledged.
+    acked: usize,
+    /// Sends that failed (not acknowledged, so they may or may not be there).
+    failed: usize,
+    /// The failed sends by the exception the producer reported.
+    failures: BTreeMap<String, usize>,
+    /// The longest time between two acknowledgements: how long writes stopped altogether.
+    /// (Per partition it would say little: the producer's sticky partitioner fills one
+    /// partition at a time and avoids a slow one for a while.)
+    longest_gap_seconds: f64,
+}
+
+/// The longest time between two consecutive of `times` (ms, in any order); 0 for fewer than two.
+fn longest_gap_ms(mut times: Vec<i64>) -> i64 {
+    times.sort_unstable();
+    times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
 }
 
 /// One record as VerifiableProducer acknowledged it, or VerifiableConsumer read it.
@@ -247,25 +403,31 @@ async fn evidence(test: &str, criteria: &[&str]) -> Result<Evidence, Error> {
 }
 
 /// Criteria: L1.install (the operator installed from its manifests; a KafkaCluster of 3
-/// controllers and 3 brokers formatted once with the dynamic quorum, Ready with 3 caught-up
-/// voters, the quorum bootstrapped, 6 serving nodes and the cluster id in status), L1.config
-/// (a cluster-wide dynamic key of the spec set on every broker, no pod restarted, the new
-/// generation observed), L2.rolling-restart (a new image rolled through every node,
-/// controllers first and the active controller last, then the brokers, behind the quorum
-/// and min-ISR gates, while VerifiableProducer writes with acks=all: every acknowledged
-/// record is read back by VerifiableConsumer, none twice, and no partition is ever below
-/// min.insync.replicas).
+/// controllers and 3 brokers of the previous Kafka release formatted once with the dynamic
+/// quorum, Ready with 3 caught-up voters, the quorum bootstrapped, 6 serving nodes and the
+/// cluster id in status), L2.operand-upgrade and L2.rolling-restart (the release built here
+/// rolled through every node, controllers first and the active controller last, then the
+/// brokers, behind the quorum and min-ISR gates, while VerifiableProducer writes with
+/// acks=all: every acknowledged record is read back by VerifiableConsumer, none twice, and no
+/// partition is ever below min.insync.replicas; then metadata.version finalized to the new
+/// release's level), L2.version-checks (the downgrade back is refused in status with a
+/// Warning Event, no pod touched), L1.config (a cluster-wide dynamic key of the spec set on
+/// every broker, no pod restarted, the new generation observed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records() -> TestResult {
     let test = "kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records";
-    let ev = evidence(test, &["L1.install", "L1.config", "L2.rolling-restart"]).await?;
+    let ev =
+        evidence(test, &["L1.install", "L1.config", "L2.operand-upgrade", "L2.rolling-restart", "L2.version-checks"])
+            .await?;
+    let (previous, built) = (version_of("KAFKA_PREVIOUS_IMAGE")?, version_of("KAFKA_IMAGE")?);
+    let new_image = kafka_image()?;
     let cluster = Cluster::connect().await?;
     let ns = TestNamespace::create(&cluster, "kafka").await?;
     operator::install::<KafkaOperator>(&cluster, &ns.name, "STATECRAFT_KAFKA_IMAGE").await?;
     let kafka = KafkaRef { cluster: cluster.clone(), namespace: ns.name.clone(), name: "kafka".into() };
     let created = Instant::now();
-    kafka.apply(&kafka_cluster(&cluster, "kafka"))?;
+    kafka.apply(&kafka_cluster(&cluster, "kafka", previous))?;
     let s = kafka.wait_converged(6, CONVERGE).await?;
     let ready_after = created.elapsed();
     eprintln!("kafka: 6 nodes Ready {ready_after:?} after creation");
@@ -286,65 +448,19 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     assert_eq!(s.offline_partitions, Some(0), "{s:?}");
     let bootstrap = s.bootstrap.clone().ok_or("no bootstrap address in status")?;
     assert!(bootstrap.starts_with("kafka-bootstrap."), "{bootstrap}");
+    // Formatted with the newest metadata.version of its release, which Auto leaves alone.
+    assert_eq!(s.observed_version.as_deref(), Some(previous), "{s:?}");
+    assert_eq!(s.finalized_metadata_version.as_deref(), Some(newest_metadata_of(previous)?), "{s:?}");
 
-    // The topic of the verifiable clients, as a KafkaTopic: the operator's topic controller
-    // creates it through the bootstrap Service and reports it Ready and in sync. (Kafka's
-    // own tool, used here before, once hung for its whole 60 s deadline on the first
-    // CreateTopics right after Ready; the controller retries with its own time-out.)
-    let topic_created = Instant::now();
-    kafka.apply(&json!({
-        "apiVersion": "kafka.statecraft.io/v1alpha1",
-        "kind": "KafkaTopic",
-        "metadata": { "name": TOPIC },
-        "spec": {
-            "clusterName": "kafka", "partitions": 6, "replicationFactor": 3,
-            "config": { "min.insync.replicas": "2" },
-        },
-    }))?;
-    let topics: Api<KafkaTopic> = Api::namespaced(cluster.client.clone(), &ns.name);
-    let topic = wait_until(Duration::from_secs(300), "KafkaTopic verify Ready and in sync", || async {
-        let status = topics.get(TOPIC).await.ok()?.status?;
-        let is_true = |type_: &str| status.conditions.iter().any(|c| c.type_ == type_ && c.status == "True");
-        (is_true("Ready") && is_true("InSync")).then_some(status)
-    })
-    .await?;
-    let topic_seconds = topic_created.elapsed().as_secs_f64();
-    assert_eq!((topic.partitions, topic.replication_factor), (Some(6), Some(3)), "{topic:?}");
-    assert!(topic.topic_id.is_some(), "{topic:?}");
+    let topic_seconds = kafka.create_topic().await?;
 
-    // Produce, and roll every node to a new image meanwhile.
-    kafka.job(
-        "producer",
-        &[
-            "kafka-verifiable-producer",
-            "--bootstrap-server",
-            &bootstrap,
-            "--topic",
-            TOPIC,
-            // acks=all, as the tool spells it.
-            "--acks",
-            "-1",
-            "--max-messages",
-            &RECORDS.to_string(),
-            "--throughput",
-            &THROUGHPUT.to_string(),
-        ],
-    )?;
-    wait_until(Duration::from_secs(180), "the producer's first acknowledgement", || async {
-        kafka.logs("producer").ok().filter(|l| l.contains("producer_send_success"))
-    })
-    .await?;
-    let rolled = retagged(kafka_image()?, "rolled");
-    tag_on_node(kafka_image()?, &rolled)?;
+    // Produce, and upgrade every node to the release built here meanwhile.
+    kafka.produce(&bootstrap).await?;
     let node_uids: BTreeMap<String, String> =
         kafka.node_pods().await?.into_iter().map(|(name, pod)| (name, pod.uid)).collect();
     assert_eq!(node_uids.len(), 6, "{node_uids:?}");
     let roll_started = Instant::now();
-    kafka.apply(&json!({
-        "apiVersion": "kafka.statecraft.io/v1alpha1", "kind": "KafkaCluster", "metadata": { "name": "kafka" },
-        "spec": { "image": rolled, "controllers": kafka_cluster(&cluster, "kafka")["spec"]["controllers"].clone(),
-                  "brokers": kafka_cluster(&cluster, "kafka")["spec"]["brokers"].clone() },
-    }))?;
+    kafka.apply(&kafka_cluster(&cluster, "kafka", built))?;
     let mut worst_under_min_isr = 0usize;
     let mut samples = 0usize;
     // Each node pod's restart as this test sees it (the pod terminating, gone or replaced),
@@ -384,8 +500,8 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     eprintln!("kafka: roll done in {roll_seconds:.0}s, order {restarts_seen:?}");
     let image_now = kafka.kubectl(&["get", "pods", "-o", "jsonpath={.items[*].spec.containers[0].image}"])?;
     assert!(
-        image_now.split_whitespace().filter(|i| *i == rolled).count() >= 6,
-        "every node on the new image: {image_now}"
+        image_now.split_whitespace().filter(|i| *i == new_image).count() >= 6,
+        "every node on the new release's image: {image_now}"
     );
     // Controllers first, the active controller of the time last among them, then brokers.
     let first_broker = restarts_seen.iter().position(|m| m.contains("-broker-"));
@@ -403,64 +519,56 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
         worst_under_min_isr, 0,
         "a partition fell below min.insync.replicas during the roll ({samples} samples)"
     );
+    // Then metadata.version is raised to the new release's level (policy Auto), with an Event.
+    let newest = newest_metadata_of(built)?;
+    wait_until(Duration::from_secs(120), &format!("metadata.version {newest} finalized"), || async {
+        let s = kafka.status().await.ok()?;
+        let done =
+            s.finalized_metadata_version.as_deref() == Some(newest) && s.observed_version.as_deref() == Some(built);
+        done.then_some(())
+    })
+    .await?;
+    let finalize_seconds = roll_started.elapsed().as_secs_f64() - roll_seconds;
+    eprintln!("kafka: metadata.version {newest} finalized {finalize_seconds:.1}s after the roll");
+    let finalized =
+        kafka.kubectl(&["get", "events", "--field-selector", "reason=MetadataVersionFinalized", "-o", "name"])?;
+    assert!(!finalized.trim().is_empty(), "a MetadataVersionFinalized Event");
 
     // Every acknowledged record read back, none twice.
-    kafka.wait_job("producer", Duration::from_secs(900))?;
-    let produced = kafka.logs("producer")?;
-    let acked: Vec<Record> = events(&produced, "producer_send_success").iter().filter_map(record).collect();
-    let failed = events(&produced, "producer_send_error").len();
-    assert!(acked.len() as u64 >= RECORDS / 2, "{} acknowledged of {RECORDS}", acked.len());
-    kafka.job(
-        "consumer",
-        &[
-            "kafka-verifiable-consumer",
-            "--bootstrap-server",
-            &bootstrap,
-            "--topic",
-            TOPIC,
-            "--group-id",
-            "verify",
-            "--reset-policy",
-            "earliest",
-            "--verbose",
-            "--max-messages",
-            &(acked.len() + failed).to_string(),
-        ],
-    )?;
-    let wanted: BTreeSet<&str> = acked.iter().map(|r| r.value.as_str()).collect();
-    let consumed: Vec<Record> =
-        wait_until(Duration::from_secs(600), "the consumer to read every acknowledged record", || async {
-            let out = kafka.logs("consumer").ok()?;
-            let read: Vec<Record> = events(&out, "record_data").iter().filter_map(record).collect();
-            let values: BTreeSet<&str> = read.iter().map(|r| r.value.as_str()).collect();
-            wanted.iter().all(|v| values.contains(v)).then_some(read)
-        })
-        .await?;
-    let mut by_value: BTreeMap<&str, BTreeSet<(i64, i64)>> = BTreeMap::new();
-    for r in &consumed {
-        by_value.entry(r.value.as_str()).or_default().insert((r.partition, r.offset));
-    }
-    let duplicates = by_value.values().filter(|at| at.len() > 1).count();
-    let lost = wanted.iter().filter(|v| !by_value.contains_key(*v)).count();
-    assert_eq!(lost, 0);
-    assert_eq!(duplicates, 0, "records written twice");
-    for r in &acked {
-        assert!(by_value[r.value.as_str()].contains(&(r.partition, r.offset)), "{r:?} read where it was acknowledged");
-    }
+    let records = kafka.check_records(&bootstrap).await?;
 
-    // A cluster-wide dynamic key: set on every broker with IncrementalAlterConfigs, no pod
-    // restarted, no new revision.
+    // The downgrade back is refused once metadata.version is the new release's: in status
+    // and as a Warning Event, with no pod touched and the StatefulSets left on the new image.
     let revisions: Vec<Option<String>> = converged.nodes.iter().map(|n| n.revision.clone()).collect();
     let pods_before = kafka.node_pods().await?;
     assert_eq!(pods_before.len(), 6, "{pods_before:?}");
+    kafka.apply(&kafka_cluster(&cluster, "kafka", previous))?;
+    let refusal = wait_until(Duration::from_secs(60), &format!("the downgrade to {previous} refused"), || async {
+        let s = kafka.status().await.ok()?;
+        let c = s.conditions.iter().find(|c| c.type_ == "Ready")?;
+        let refused = c.status == "False" && c.reason == "InvalidSpec" && c.message.contains("spec.version");
+        refused.then(|| c.message.clone())
+    })
+    .await?;
+    assert!(refusal.contains(newest), "the refusal names the finalized metadata.version: {refusal}");
+    let warnings =
+        kafka.kubectl(&["get", "events", "--field-selector", "reason=InvalidSpec,type=Warning", "-o", "name"])?;
+    assert!(!warnings.trim().is_empty(), "a Warning Event for the refused downgrade");
+    for pool in ["controller", "broker"] {
+        let path = "jsonpath={.spec.template.spec.containers[0].image}";
+        let image = kafka.kubectl(&["get", "statefulset", &format!("kafka-{pool}"), "-o", path])?;
+        assert_eq!(image, new_image, "the {pool}s' StatefulSet is left on the new release");
+    }
+    assert_eq!(kafka.node_pods().await?, pods_before, "no node pod replaced or restarted by the refusal");
+    kafka.apply(&kafka_cluster(&cluster, "kafka", built))?;
+    kafka.wait_converged(6, Duration::from_secs(120)).await?;
+
+    // A cluster-wide dynamic key: set on every broker with IncrementalAlterConfigs, no pod
+    // restarted, no new revision.
     let config_started = Instant::now();
-    let mut spec = kafka_cluster(&cluster, "kafka")["spec"].clone();
-    spec["image"] = json!(rolled);
-    spec["config"] = json!({ RETENTION_KEY: RETENTION });
-    kafka.apply(&json!({
-        "apiVersion": "kafka.statecraft.io/v1alpha1", "kind": "KafkaCluster", "metadata": { "name": "kafka" },
-        "spec": spec,
-    }))?;
+    let mut with_config = kafka_cluster(&cluster, "kafka", built);
+    with_config["spec"]["config"] = json!({ RETENTION_KEY: RETENTION });
+    kafka.apply(&with_config)?;
     wait_until(Duration::from_secs(120), &format!("{RETENTION_KEY}={RETENTION} on every broker"), || async {
         let brokers = kafka.brokers().await.ok()?;
         for (id, ip) in &brokers {
@@ -484,20 +592,172 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
 
     let figures = json!({
         "ready_seconds": ready_after.as_secs_f64(), "topic_ready_seconds": topic_seconds, "roll_seconds": roll_seconds,
-        "dynamic_config_seconds": config_seconds,
+        "dynamic_config_seconds": config_seconds, "upgrade": format!("{previous} -> {built}"),
+        "finalize_seconds": finalize_seconds,
         "nodes_rolled": restarts_seen.len(), "seconds_per_node": roll_seconds / restarts_seen.len().max(1) as f64,
-        "acknowledged": acked.len(), "send_errors": failed, "lost": lost, "duplicates": duplicates,
+        "acknowledged": records.acked, "send_errors": records.failed, "lost": 0, "duplicates": 0,
+        "longest_ack_gap_seconds": records.longest_gap_seconds, "send_failures": records.failures,
         "under_min_isr_max": worst_under_min_isr, "under_min_isr_samples": samples,
     });
     append_result(
         "kafka-roll.jsonl",
         json!({
             "test": test,
-            "method": "3 controllers + 3 brokers on the local cluster; VerifiableProducer (acks=all, idempotent) at 150 records/s while a new image rolls every node; VerifiableConsumer reads the topic back; partitions below min ISR sampled every second with the admin client",
+            "method": "3 controllers + 3 brokers on the local cluster; VerifiableProducer (acks=all, idempotent) at 150 records/s while the upgrade from the previous Kafka release rolls every node; VerifiableConsumer reads the topic back; partitions below min ISR sampled every second with the admin client",
             "figures": figures, "unix_time": unix_now(),
         }),
     );
+    kafka.delete_topic()?;
     ev.pass(figures);
     ns.pass();
     Ok(())
+}
+
+/// Criteria: L3.failover (while VerifiableProducer writes with acks=all, the active
+/// controller crashes (every process of its container killed) and the broker leading the
+/// most partitions of the clients' topic is lost (its pod force-deleted) at the same moment:
+/// another controller leads the quorum, the partitions get new leaders, the crashed
+/// controller restarts in place and the lost broker comes back as a new pod on its own
+/// volume claim, both serve again with every partition fully replicated; then another
+/// broker loses its volume (claim and pod deleted): it comes back on a new claim, formatted
+/// with the cluster id, reported by a `StorageReplaced` Warning Event, and refilled by
+/// replication until no partition is short of a replica; every acknowledged record is read
+/// back once). The longest pause in acknowledgements and the times until the cluster is
+/// whole again are the measured figures. Local cluster only: the crash signals the
+/// container's processes on this host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn kafka_survives_a_crashed_active_controller_a_lost_leading_broker_and_a_lost_volume() -> TestResult {
+    let test = "kafka_survives_a_crashed_active_controller_a_lost_leading_broker_and_a_lost_volume";
+    let cluster = Cluster::connect().await?;
+    if cluster.provider != Provider::Local {
+        eprintln!("skipped: the crash signals processes of the local node");
+        return Ok(());
+    }
+    let ev = evidence(test, &["L3.failover"]).await?;
+    let ns = TestNamespace::create(&cluster, "kafka-failover").await?;
+    operator::install::<KafkaOperator>(&cluster, &ns.name, "STATECRAFT_KAFKA_IMAGE").await?;
+    let kafka = KafkaRef { cluster: cluster.clone(), namespace: ns.name.clone(), name: "kafka".into() };
+    kafka.apply(&kafka_cluster(&cluster, "kafka", version_of("KAFKA_IMAGE")?))?;
+    let s = kafka.wait_converged(6, CONVERGE).await?;
+    let bootstrap = s.bootstrap.clone().ok_or("no bootstrap address in status")?;
+    kafka.create_topic().await?;
+    kafka.produce(&bootstrap).await?;
+    // Some seconds of steady writes before the faults, as the figures' baseline.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    let before = kafka.status().await?;
+    let quorum = before.quorum.clone().ok_or("no quorum in status")?;
+    let active = quorum.leader_id.ok_or("no quorum leader")?;
+    let controller = format!("{}-controller-{active}", kafka.name);
+    let leaders = topic_leaders(&kafka.broker_ips().await?).await.ok_or("no broker described the topic")?;
+    let (&leading, &led) = leaders.iter().max_by_key(|(_, n)| **n).ok_or("the topic has no leader")?;
+    let ordinal = leading - node_id(NodeRole::Broker, 0);
+    let broker = format!("{}-broker-{ordinal}", kafka.name);
+    let claim_path = "jsonpath={.spec.volumes[?(@.persistentVolumeClaim)].persistentVolumeClaim.claimName}";
+    let claim = kafka.kubectl(&["get", "pod", &broker, "-o", claim_path])?;
+    let claim_uid = kafka.kubectl(&["get", "pvc", &claim, "-o", "jsonpath={.metadata.uid}"])?;
+    let pods = kafka.node_pods().await?;
+    let (controller_before, broker_before) = (pods[&controller].clone(), pods[&broker].clone());
+    eprintln!("kafka: crashing {controller} (active) and losing {broker} (leads {led} of 6 partitions)");
+
+    let faulted = Instant::now();
+    crash(&PodInfo::get(&cluster, &ns.name, &controller)?, CONTAINER)?;
+    kafka.kubectl(&["delete", "pod", &broker, "--grace-period=0", "--force", "--wait=false"])?;
+
+    // Whole again: the controller restarted in place, the broker a new pod on its old claim,
+    // both Ready (their readiness gates set: the operator saw them serve), every node
+    // serving in status, and no partition short of a replica.
+    let whole = wait_until(CONVERGE, "both nodes back and every partition fully replicated", || async {
+        let pods = kafka.node_pods().await.ok()?;
+        let c = pods.get(&controller)?;
+        let b = pods.get(&broker)?;
+        let back = c.uid == controller_before.uid && c.restarts > controller_before.restarts && c.ready;
+        let replaced = b.uid != broker_before.uid && !b.terminating && b.ready;
+        let s = kafka.converged_now(6).await?;
+        (back && replaced && s.under_replicated_partitions == Some(0)).then_some(s)
+    })
+    .await?;
+    let whole_seconds = faulted.elapsed().as_secs_f64();
+    eprintln!("kafka: whole again {whole_seconds:.1}s after the faults");
+    let after = whole.quorum.clone().ok_or("no quorum in status")?;
+    assert!(after.leader_epoch > quorum.leader_epoch, "a new quorum epoch: {quorum:?} -> {after:?}");
+    assert!(after.voters.iter().all(|v| v.caught_up) && after.voters.len() == 3, "{after:?}");
+    let claim_now = kafka.kubectl(&["get", "pod", &broker, "-o", claim_path])?;
+    assert_eq!(claim_now, claim, "the new broker pod mounts the old claim");
+    let uid_now = kafka.kubectl(&["get", "pvc", &claim, "-o", "jsonpath={.metadata.uid}"])?;
+    assert_eq!(uid_now, claim_uid, "the same volume claim, not a new one");
+    assert_eq!(whole.offline_partitions, Some(0), "{whole:?}");
+
+    // Another broker's volume lost: its claim and its pod deleted. The StatefulSet makes a
+    // new claim, the broker formats it with the cluster id and refills by replication.
+    let other = (0..3).map(|o| format!("{}-broker-{o}", kafka.name)).find(|b| *b != broker).ok_or("one broker")?;
+    let other_id = node_id(NodeRole::Broker, other.rsplit('-').next().unwrap_or_default().parse()?);
+    let other_claim = kafka.kubectl(&["get", "pod", &other, "-o", claim_path])?;
+    let other_uid = kafka.kubectl(&["get", "pvc", &other_claim, "-o", "jsonpath={.metadata.uid}"])?;
+    let directory_before = whole.nodes.iter().find(|n| n.id == other_id).and_then(|n| n.directory_id.clone());
+    assert!(directory_before.is_some(), "{other} has a directory id: {:?}", whole.nodes);
+    eprintln!("kafka: losing the volume of {other}");
+    let lost = Instant::now();
+    kafka.kubectl(&["delete", "pvc", &other_claim, "--wait=false"])?;
+    kafka.kubectl(&["delete", "pod", &other, "--wait=false"])?;
+    let refilled = wait_until(CONVERGE, "the broker back on new storage and every partition refilled", || async {
+        let uid = kafka.kubectl(&["get", "pvc", &other_claim, "-o", "jsonpath={.metadata.uid}"]).ok()?;
+        let s = kafka.converged_now(6).await?;
+        let directory = s.nodes.iter().find(|n| n.id == other_id)?.directory_id.clone();
+        let new_storage = uid != other_uid && directory.is_some() && directory != directory_before;
+        (new_storage && s.under_replicated_partitions == Some(0)).then_some(s)
+    })
+    .await?;
+    let refill_seconds = lost.elapsed().as_secs_f64();
+    eprintln!("kafka: {other} back on new storage and every partition refilled {refill_seconds:.1}s after");
+    assert_eq!(refilled.offline_partitions, Some(0), "{refilled:?}");
+    let reported = kafka.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=StorageReplaced,type=Warning",
+        "-o",
+        "jsonpath={.items[*].message}",
+    ])?;
+    assert!(reported.contains(&format!("node {other_id} ")), "a StorageReplaced Event for {other}: {reported:?}");
+
+    let records = kafka.check_records(&bootstrap).await?;
+    eprintln!(
+        "kafka: {} acknowledged, none lost; longest pause {:.2}s; failed sends {:?}",
+        records.acked, records.longest_gap_seconds, records.failures
+    );
+    let figures = json!({
+        "whole_again_seconds": whole_seconds, "volume_lost_refilled_seconds": refill_seconds,
+        "acknowledged": records.acked, "send_errors": records.failed, "lost": 0, "duplicates": 0,
+        "longest_ack_gap_seconds": records.longest_gap_seconds, "send_failures": records.failures,
+        "partitions_led_by_lost_broker": led,
+    });
+    append_result(
+        "kafka-failover.jsonl",
+        json!({
+            "test": test,
+            "method": "3 controllers + 3 brokers (4.4.0) on the local cluster; VerifiableProducer (acks=all, idempotent) at 150 records/s on 6 partitions of 3 replicas, min ISR 2; SIGKILL of every process of the active controller's container and kubectl delete --grace-period=0 --force of the broker leading the most partitions, at once; then another broker's PVC and pod deleted; gaps are between consecutive acknowledgement times of the producer's own log",
+            "figures": figures, "unix_time": unix_now(),
+        }),
+    );
+    kafka.delete_topic()?;
+    ev.pass(figures);
+    ns.pass();
+    Ok(())
+}
+
+/// How many partitions of the clients' topic each broker leads, by node id, as the first
+/// broker of `ips` that answers says.
+async fn topic_leaders(ips: &[String]) -> Option<BTreeMap<i32, usize>> {
+    for ip in ips {
+        let Ok(admin) = Admin::connect(&format!("{ip}:9092"), Duration::from_secs(2)).await else { continue };
+        let Ok(topics) = admin.topics().await else { continue };
+        let mut leaders = BTreeMap::new();
+        for p in topics.iter().filter(|t| t.name == TOPIC).flat_map(|t| &t.partitions) {
+            *leaders.entry(p.leader?).or_insert(0) += 1;
+        }
+        return Some(leaders);
+    }
+    None
 }

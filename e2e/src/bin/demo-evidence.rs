@@ -1,12 +1,12 @@
-//! `statecraft-demo-evidence <mysql|etcd> <namespace> <cluster> <event reason>...`: what
+//! `statecraft-demo-evidence <mysql|etcd|kafka> <namespace> <cluster> <event reason>...`: what
 //! `make demo` just did to a cluster, judged and recorded as capability evidence like an e2e
 //! test's (`results/evidence/<operator>.jsonl`), so that a fresh clone's report confirms
 //! what the demo showed instead of saying "no level confirmed".
 //!
 //! The demo's steps prove two criteria, and only those are claimed: **L1.install** (the
 //! custom resource created from the installed manifests is Ready, with every member in its
-//! status ready) and **L4.events** (the operations the demo asked for, a switchover or a
-//! scale-out, left their Events on the resource). A failed check records a failed run,
+//! status ready) and **L4.events** (the operations the demo asked for, a switchover, a
+//! scale-out or a configuration change, left their Events on the resource). A failed check records a failed run,
 //! which the report shows against the current code.
 
 use std::process::ExitCode;
@@ -22,7 +22,7 @@ const CRITERIA: &[&str] = &["L1.install", "L4.events"];
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [operator, namespace, name, reasons @ ..] = args.as_slice() else {
-        eprintln!("usage: statecraft-demo-evidence <mysql|etcd> <namespace> <cluster> <event reason>...");
+        eprintln!("usage: statecraft-demo-evidence <mysql|etcd|kafka> <namespace> <cluster> <event reason>...");
         return ExitCode::from(2);
     };
     match run(operator, namespace, name, reasons).await {
@@ -40,6 +40,7 @@ async fn run(operator: &str, ns: &str, name: &str, reasons: &[String]) -> Result
     let kind = match operator {
         "mysql" => ("mysql.statecraft.io", "MySQLCluster"),
         "etcd" => ("etcd.statecraft.io", "EtcdCluster"),
+        "kafka" => ("kafka.statecraft.io", "KafkaCluster"),
         other => return Err(E2eError::Other(format!("{other}: not an operator the demo installs"))),
     };
     let cluster = Cluster::connect().await?;
@@ -56,7 +57,7 @@ async fn run(operator: &str, ns: &str, name: &str, reasons: &[String]) -> Result
     let passed = problems.is_empty();
     let figures = json!({
         "cluster": name,
-        "members": status.get("members").and_then(Value::as_array).map_or(0, Vec::len),
+        "members": members(&status).len(),
         "events": reasons,
         "problems": problems,
     });
@@ -68,8 +69,13 @@ async fn run(operator: &str, ns: &str, name: &str, reasons: &[String]) -> Result
     Ok(passed)
 }
 
+/// The members in `status`: `members` (MySQL, etcd) or `nodes` (Kafka).
+fn members(status: &Value) -> Vec<Value> {
+    ["members", "nodes"].iter().find_map(|k| status.get(*k).and_then(Value::as_array).cloned()).unwrap_or_default()
+}
+
 /// What keeps a cluster's status from showing a finished install: Ready not True, no
-/// members, or a member not ready (`ready` in MySQL's status, `healthy` in etcd's).
+/// members, or a member not ready (`ready` in MySQL's and Kafka's status, `healthy` in etcd's).
 fn install_problems(status: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     let conditions = status.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -77,9 +83,9 @@ fn install_problems(status: &Value) -> Vec<String> {
     if ready.and_then(|c| c.get("status")).and_then(Value::as_str) != Some("True") {
         problems.push(format!("Ready is not True: {}", ready.map_or("no Ready condition".into(), Value::to_string)));
     }
-    let members = status.get("members").and_then(Value::as_array).cloned().unwrap_or_default();
+    let members = members(status);
     if members.is_empty() {
-        problems.push("no member in status.members".into());
+        problems.push("no member in status.members (status.nodes)".into());
     }
     for m in &members {
         let serves = ["ready", "healthy"].iter().any(|k| m.get(*k).and_then(Value::as_bool) == Some(true));
@@ -103,6 +109,11 @@ mod tests {
         assert!(install_problems(&status).is_empty());
         let mysql = json!({"conditions": [{"type": "Ready", "status": "True"}], "members": [{"ready": true}]});
         assert!(install_problems(&mysql).is_empty());
+        let kafka = json!({"conditions": [{"type": "Ready", "status": "True"}], "nodes": [{"id": 0, "ready": true}]});
+        assert!(install_problems(&kafka).is_empty());
+        let kafka_down =
+            json!({"conditions": [{"type": "Ready", "status": "True"}], "nodes": [{"id": 0, "ready": false}]});
+        assert_eq!(install_problems(&kafka_down).len(), 1);
     }
 
     #[test]

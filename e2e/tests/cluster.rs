@@ -278,6 +278,12 @@ fn image_check(key: &str) -> Option<(Option<Vec<&'static str>>, &'static str)> {
         "MARIADB_IMAGE" => (Some(vec!["mariadbd", "--version"]), "10.11"),
         "ETCD_IMAGE" => (Some(vec!["/usr/local/bin/etcd", "--version"]), "etcd Version: 3.6"),
         "KAFKA_IMAGE" => (Some(vec!["/opt/kafka/bin/kafka-storage", "random-uuid"]), ""),
+        // The release the upgrade e2e starts from: its own metadata.version, and kafka-configs
+        // on the tool's 4.3 main class.
+        "KAFKA_PREVIOUS_IMAGE" => (
+            sh("/opt/kafka/bin/kafka-storage version-mapping && /opt/kafka/bin/kafka-configs --version"),
+            "metadata.version=30 (4.3-IV0)",
+        ),
         "COREDNS_IMAGE" => (Some(vec!["/coredns", "-version"]), "CoreDNS-"),
         "TOOLS_IMAGE" => {
             (sh("mariadb --version && etcdctl version && dig -v 2>&1 && curl --version"), "etcdctl version")
@@ -307,9 +313,9 @@ async fn cluster_a_pod_of_every_image_runs() -> TestResult {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container]}});
         create(&pods, pod).await?;
-        checks.push((name, *key, command.is_none() && !key.starts_with("STATECRAFT_"), expect));
+        checks.push((name, *key, *image, command.is_none() && !key.starts_with("STATECRAFT_"), expect));
     }
-    for (name, key, long_running, expect) in checks {
+    for (name, key, image, long_running, expect) in checks {
         let wanted = if long_running { "Running" } else { "Succeeded" };
         wait_until(TIMEOUT, &format!("{key} pod {wanted}"), || async {
             (pod_phase(&pods, &name).await? == wanted).then_some(())
@@ -317,6 +323,10 @@ async fn cluster_a_pod_of_every_image_runs() -> TestResult {
         .await?;
         let logs = pods.logs(&name, &Default::default()).await?;
         assert!(logs.contains(expect), "{key}: expected {expect:?} in {logs:?}");
+        if key == "KAFKA_PREVIOUS_IMAGE" {
+            let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
+            assert!(logs.lines().any(|l| l.trim() == tag), "kafka-configs --version prints {tag}: {logs:?}");
+        }
         if key == "KAFKA_IMAGE" {
             assert_eq!(logs.trim().len(), 22, "kafka-storage random-uuid prints a 22-character id: {logs:?}");
         }

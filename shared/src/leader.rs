@@ -11,7 +11,10 @@
 //! - A candidate takes the Lease over when it has seen no change to it for
 //!   `lease_duration`. Expiry is judged by the candidate's own monotonic clock from when
 //!   it last saw the record change, never by comparing timestamps written by another
-//!   machine, so clock skew between nodes cannot cause two leaders.
+//!   machine, so clock skew between nodes cannot cause two leaders. A standby watches the
+//!   Lease between its attempts, so it sees each renewal as it is written (not up to a
+//!   retry period later, which would make a dead leader's Lease last that much longer), and
+//!   tries again the moment the Lease expires.
 //! - Every write uses the Lease's `resourceVersion`, so of two candidates racing for an
 //!   expired Lease exactly one succeeds.
 //! - On a clean shutdown the holder releases the Lease, so a standby takes over within one
@@ -24,13 +27,15 @@
 //!   than `lease_duration` after they saw that renewal, so the difference is the margin for
 //!   an operation already under way.
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::{ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::{Api, Client};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -140,7 +145,19 @@ impl Leadership {
 struct Observed {
     record: (Option<String>, Option<String>), // (holder, renewTime) as written
     at: Instant,
+    /// The Lease's own duration (its holder's setting).
+    lease_duration: Duration,
 }
+
+impl Observed {
+    /// When the Lease expires for this process, unless it sees a change first.
+    fn expiry(&self) -> Instant {
+        self.at + self.lease_duration
+    }
+}
+
+/// The events of a watch on the Lease.
+type LeaseEvents = Pin<Box<dyn Stream<Item = kube::Result<WatchEvent<Lease>>> + Send>>;
 
 /// Competes for the Lease and publishes whether this process leads.
 pub struct LeaderElector {
@@ -148,6 +165,13 @@ pub struct LeaderElector {
     config: LeaseConfig,
     observed: Option<Observed>,
     leadership: Leadership,
+    /// The Lease's `resourceVersion` when last read: where a standby's watch starts.
+    version: Option<String>,
+    /// A standby's watch on the Lease, while open.
+    watch: Option<LeaseEvents>,
+    /// Whether opening a watch failed with a refusal (an older Role without `watch` on
+    /// leases): then the standby polls every retry period, as it did before.
+    watch_refused: bool,
 }
 
 impl LeaderElector {
@@ -155,7 +179,7 @@ impl LeaderElector {
     /// `leadership` (made with [`Leadership::elected`]) up to date.
     pub fn new(client: Client, config: LeaseConfig, leadership: Leadership) -> Self {
         let api = Api::namespaced(client, &config.namespace);
-        LeaderElector { api, config, observed: None, leadership }
+        LeaderElector { api, config, observed: None, leadership, version: None, watch: None, watch_refused: false }
     }
 
     /// Runs until `shutdown` is cancelled or leadership is lost, publishing `true` while
@@ -198,9 +222,10 @@ impl LeaderElector {
                 tx.send_replace(false);
                 return;
             }
+            let leading = *tx.borrow();
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(self.config.retry_period) => {}
+                () = self.pause(leading) => {}
             }
         }
         if *tx.borrow() {
@@ -210,6 +235,87 @@ impl LeaderElector {
                 warn!(lease = %self.config.name, error = %e, "could not release the lease; a standby takes over when it expires");
             }
         }
+    }
+
+    /// The wait between two rounds. The holder renews every retry period. A standby tries
+    /// again after a retry period or the moment the Lease expires, whichever comes first,
+    /// and meanwhile watches the Lease so that a renewal resets its expiry when it is
+    /// written.
+    async fn pause(&mut self, leading: bool) {
+        let now = tokio::time::Instant::now();
+        let retry = now + self.config.retry_period;
+        if leading {
+            self.watch = None;
+            tokio::time::sleep_until(retry).await;
+            return;
+        }
+        if self.watch.is_none() {
+            self.watch = self.open_watch().await;
+        }
+        loop {
+            // An expiry already past when this wait began (the last round could not take
+            // the Lease) waits the retry period, like any other failed round.
+            let wake = self
+                .observed
+                .as_ref()
+                .map(|o| tokio::time::Instant::from_std(o.expiry()))
+                .filter(|expiry| *expiry > now)
+                .map_or(retry, |expiry| expiry.min(retry));
+            let Some(events) = self.watch.as_mut() else {
+                tokio::time::sleep_until(wake).await;
+                return;
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => return,
+                event = events.next() => match event {
+                    Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease))) => self.see(&lease),
+                    Some(Ok(WatchEvent::Bookmark(_))) => {}
+                    // Closed, deleted or failed: the next round reads the Lease and opens
+                    // the watch again from there.
+                    other => {
+                        debug!(lease = %self.config.name, event = ?other.map(|e| e.map(|_| ())), "lease watch ended");
+                        self.watch = None;
+                    }
+                },
+            }
+        }
+    }
+
+    /// A watch on the Lease from the version last read; `None` when there is none to start
+    /// from or the API server refuses (the standby then polls).
+    async fn open_watch(&mut self) -> Option<LeaseEvents> {
+        if self.watch_refused {
+            return None;
+        }
+        let version = self.version.clone()?;
+        let params = WatchParams::default().fields(&format!("metadata.name={}", self.config.name)).timeout(290);
+        match self.api.watch(&params, &version).await {
+            Ok(events) => Some(Box::pin(events)),
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                warn!(lease = %self.config.name, "may not watch the lease; standing by with polls every retry period");
+                self.watch_refused = true;
+                None
+            }
+            Err(e) => {
+                debug!(lease = %self.config.name, error = %e, "could not watch the lease");
+                None
+            }
+        }
+    }
+
+    /// Notes what the Lease says: a changed record starts its expiry clock again.
+    fn see(&mut self, lease: &Lease) {
+        let spec = lease.spec.clone().unwrap_or_default();
+        let holder = spec.holder_identity.filter(|h| !h.is_empty());
+        let record = (holder, spec.renew_time.as_ref().map(|t| t.0.to_string()));
+        let lease_duration = spec
+            .lease_duration_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(self.config.lease_duration, Duration::from_secs);
+        if self.observed.as_ref().is_none_or(|o| o.record != record) {
+            self.observed = Some(Observed { record, at: Instant::now(), lease_duration });
+        }
+        self.version = lease.metadata.resource_version.clone();
     }
 
     /// One round of the protocol: returns whether this process holds the Lease afterwards.
@@ -228,19 +334,11 @@ impl LeaderElector {
             };
         };
 
+        self.see(&lease);
         let spec = lease.spec.clone().unwrap_or_default();
         let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
-        let record = (holder.clone(), spec.renew_time.as_ref().map(|t| t.0.to_string()));
-        let changed = self.observed.as_ref().is_none_or(|o| o.record != record);
-        if changed {
-            self.observed = Some(Observed { record, at: Instant::now() });
-        }
         let i_hold = holder.as_deref() == Some(self.config.identity.as_str());
-        let lease_duration = spec
-            .lease_duration_seconds
-            .and_then(|s| u64::try_from(s).ok())
-            .map_or(self.config.lease_duration, Duration::from_secs);
-        let expired = self.observed.as_ref().is_some_and(|o| o.at.elapsed() >= lease_duration);
+        let expired = self.observed.as_ref().is_some_and(|o| Instant::now() >= o.expiry());
         if holder.is_some() && !i_hold && !expired {
             return Ok(false);
         }
@@ -255,11 +353,7 @@ impl LeaderElector {
         // server answers 409 and we lose this round instead of stealing the Lease.
         match self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
             Ok(written) => {
-                let spec = written.spec.unwrap_or_default();
-                self.observed = Some(Observed {
-                    record: (spec.holder_identity, spec.renew_time.map(|t| t.0.to_string())),
-                    at: Instant::now(),
-                });
+                self.see(&written);
                 Ok(true)
             }
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
@@ -279,7 +373,7 @@ impl LeaderElector {
     }
 
     /// Gives the Lease up so a standby need not wait for it to expire.
-    async fn release(&self) -> Result<()> {
+    async fn release(&mut self) -> Result<()> {
         let mut lease = self.api.get(&self.config.name).await.map_err(|e| Error::kube("reading lease", e))?;
         let Some(spec) = lease.spec.as_mut() else { return Ok(()) };
         if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {

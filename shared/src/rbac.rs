@@ -132,15 +132,16 @@ impl OperatorRbac {
 /// The rules every Statecraft operator needs for the shared library itself, and nothing
 /// else; operators append their own.
 ///
-/// - `coordination.k8s.io` `leases` get/create/update: leader election reads the Lease,
-///   creates it the first time and renews or takes it over with an update. No
-///   `resourceNames`, because `create` cannot be restricted by name.
+/// - `coordination.k8s.io` `leases` get/watch/create/update: leader election reads the
+///   Lease, creates it the first time and renews or takes it over with an update; a standby
+///   watches it, so that it sees each renewal as it is written. No `resourceNames`, because
+///   `create` cannot be restricted by name.
 /// - `events.k8s.io` `events` create/patch: kube's `Recorder` (kube-runtime 5) publishes
 ///   `events.k8s.io/v1` Events, creating a new one and patching it when the same event
 ///   repeats. It never writes core `v1` Events, so no rule for the core group is needed.
 pub fn base_rules() -> Vec<Rule> {
     vec![
-        Rule::new("coordination.k8s.io", &["leases"], &["get", "create", "update"]),
+        Rule::new("coordination.k8s.io", &["leases"], &["get", "watch", "create", "update"]),
         Rule::new("events.k8s.io", &["events"], &["create", "patch"]),
     ]
 }
@@ -630,7 +631,7 @@ mod tests {
                 })
                 .unwrap_or_else(|| panic!("no rule for {group:?} {resource}"))
         };
-        assert_eq!(find("coordination.k8s.io", "leases").verbs, ["get", "create", "update"]);
+        assert_eq!(find("coordination.k8s.io", "leases").verbs, ["get", "watch", "create", "update"]);
         assert_eq!(find("events.k8s.io", "events").verbs, ["create", "patch"]);
         let secrets = find("", "secrets");
         assert_eq!(secrets.verbs, ["get"]);
@@ -789,7 +790,7 @@ mod tests {
                 Rule::new(CORE_GROUP, &["services"], &["create", "get"]),
                 Rule::new("apps", &["statefulsets"], &["get", "list", "watch", "create", "patch", "delete"]),
                 Rule::new("statecraft.io", &["mysqlclusters"], &["get", "list", "watch", "patch"]),
-                Rule::new("coordination.k8s.io", &["leases"], &["update", "get", "create"]),
+                Rule::new("coordination.k8s.io", &["leases"], &["update", "get", "watch", "create"]),
                 Rule::new("coordination.k8s.io", &["leases"], &["get"]),
                 Rule::new(CORE_GROUP, &["pods"], &["get"]).with_resource_names(&["mysql-0"]),
             ],
@@ -895,6 +896,7 @@ rules:
   - leases
   verbs:
   - get
+  - watch
   - create
   - update
 - apiGroups:

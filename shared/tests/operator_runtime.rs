@@ -314,18 +314,38 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestRe
     first.start_kill()?;
     first.wait().await?;
     let killed = Instant::now();
+    // The dead leader's last renewal: nobody else writes the Lease until the standby does.
+    let last_renewal = leases.get("statecraft-echo").await?.spec.and_then(|s| s.renew_time).ok_or("no renewTime")?;
     let patch = json!({"spec": {"message": "after failover"}});
     echoes.patch("e1", &PatchParams::default(), &Patch::Merge(&patch)).await?;
     let by = eventually(Duration::from_secs(30), "the standby to reconcile", || ready_by(&echoes, "e1")).await?;
     let takeover = killed.elapsed();
     assert_eq!(by, "op-b");
-    assert_eq!(lease_holder(&leases).await.as_deref(), Some("op-b"));
+    let taken = leases.get("statecraft-echo").await?.spec.ok_or("no spec")?;
+    assert_eq!(taken.holder_identity.as_deref(), Some("op-b"));
+    // Safety: the standby took the Lease no sooner than its duration after the dead
+    // leader's last renewal (the leader itself stops acting 3 s after a renewal began).
+    // Same machine, same clock: the two timestamps compare.
+    let acquired = taken.acquire_time.ok_or("no acquireTime")?;
+    let held_after = acquired.0.duration_since(last_renewal.0);
+    assert!(
+        held_after >= k8s_openapi::jiff::SignedDuration::from_secs(4),
+        "taken over {held_after:?} after the last renewal"
+    );
     // Lease duration (4 s) plus one retry period (0.5 s), plus the reconcile itself.
     assert!(takeover < Duration::from_secs(6), "takeover took {takeover:?}");
-    println!("leader failover: killed leader -> standby reconciled in {:.2}s", takeover.as_secs_f64());
+    println!(
+        "leader failover: killed leader -> standby reconciled in {:.2}s; lease taken {:.3}s after the last renewal",
+        takeover.as_secs_f64(),
+        held_after.as_secs_f64()
+    );
     write_result(
         "leader_failover",
-        json!({"seconds_from_kill_to_first_reconcile": takeover.as_secs_f64(), "lease_duration_s": 4, "retry_period_s": 0.5}),
+        json!({
+            "seconds_from_kill_to_first_reconcile": takeover.as_secs_f64(),
+            "seconds_from_last_renewal_to_takeover": held_after.as_secs_f64(),
+            "lease_duration_s": 4, "retry_period_s": 0.5, "standby": "watches the Lease",
+        }),
     )?;
     assert_eq!(data(cms.get("e1-echo").await?, "message").as_deref(), Some("after failover"));
     Ok(())

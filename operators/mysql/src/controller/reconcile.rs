@@ -1,6 +1,6 @@
 //! The declarative reconcile of one MySQLCluster: read → validate (pure) → build (pure) →
-//! apply → start the clustering task. It never talks to the servers and never writes the
-//! status except to report an invalid spec: the clustering task owns the status.
+//! apply, the clustering task started first. It never talks to the servers and never
+//! writes the status except to report an invalid spec: the clustering task owns the status.
 
 use std::sync::Arc;
 
@@ -33,6 +33,14 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         // have no owner), so deleting a cluster never deletes data.
         ctx.stop_task(&name);
         return Ok(Action::await_change());
+    }
+    // The clustering task first: it needs nothing applied here once the cluster exists (it
+    // waits for the password Secret of a new one), and an operator that has just taken the
+    // Lease over from a dead leader must not spend its first second on applies while the
+    // primary may be down. It also looks after the servers of a cluster whose spec became
+    // invalid: a failover cannot wait for a typo to be fixed.
+    if let Some(uid) = cluster.metadata.uid.as_deref() {
+        ctx.ensure_task(&name, uid);
     }
     // Downgrades are refused against the version the servers last converged on.
     let observed_version = cluster.status.as_ref().and_then(|s| s.observed_version.clone());
@@ -93,6 +101,8 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     ];
     applier.delete_orphans_with_events(&kinds, OrphanPolicy::KeepData, &rt.events).await?;
 
+    // Woken again: what was applied (a new StatefulSet revision, a new pod count) is its
+    // to act on.
     if let Some(uid) = cluster.metadata.uid.as_deref() {
         ctx.ensure_task(&name, uid);
     }

@@ -41,6 +41,9 @@ pub enum Next {
     Now,
     /// After [`ClusterLoop::INTERVAL`] (or when woken).
     Later,
+    /// After this long (or when woken): a wait that is about to end, and whose end the
+    /// loop should see sooner than a whole interval later.
+    After(Duration),
 }
 
 /// What [`ClusterLoop::act`] did: when to pass again, and what [`ClusterLoop::report`]
@@ -168,6 +171,7 @@ pub async fn run<L: ClusterLoop>(
         let delay = match pass(&rt, &mut task, &name, &uid).await {
             Ok(Some(Next::Now)) => Duration::ZERO,
             Ok(Some(Next::Later)) => L::INTERVAL,
+            Ok(Some(Next::After(delay))) => delay,
             Ok(None) => break,
             Err(e) => {
                 warn!(cluster = %name, error = %e, "{} pass failed", L::NAME);

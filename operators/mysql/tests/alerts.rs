@@ -112,7 +112,7 @@ fn registered() -> Catalogue {
         Operation::ConfigureReplica { ordinal: 1, source: 0 },
         Operation::Fence { ordinals: vec![1, 2] },
         Operation::Promote { ordinal: 1, from: 0, received: String::new() },
-        Operation::Switchover { from: 0, to: 1 },
+        Operation::Switchover { from: 0, to: 1, terminating: false },
         Operation::Relabel { changes: vec![(2, None)] },
     ];
     for op in &operations {

@@ -28,7 +28,9 @@ fn endpoint(server: &MariaDb) -> Endpoint {
 async fn observed_clients(dp: &DataPlane, server: &MariaDb) -> Option<u64> {
     match dp.observe(&endpoint(server)).await {
         ServerState::Up(s) => s.client_connections,
-        ServerState::Unreachable(why) => panic!("server {} unreachable: {why}", server.ordinal),
+        ServerState::Unreachable(why) | ServerState::Refused(why) => {
+            panic!("server {} unreachable: {why}", server.ordinal)
+        }
     }
 }
 
@@ -70,7 +72,7 @@ async fn observe_counts_only_the_client_connections_of_each_server() -> TestResu
                 .await?;
         let receiving = match dp.observe(&endpoint(&replica)).await {
             ServerState::Up(s) => s.replication.is_some_and(|r| r.io_running && r.sql_running),
-            ServerState::Unreachable(_) => false,
+            ServerState::Unreachable(_) | ServerState::Refused(_) => false,
         };
         if dumps == "1" && receiving {
             break;

@@ -7,6 +7,7 @@
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use statecraft_mysql::clustering::heal::Healing;
 use statecraft_mysql::clustering::observed::{Observed, PodState};
 use statecraft_mysql::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use statecraft_mysql::clustering::restarts::Restarts;
+use statecraft_mysql::clustering::routes::{Routes, closed};
 use statecraft_mysql::flavor::{self, OPERATOR_USER, ROOT_USER, accounts_init_sql};
 use statecraft_mysql::reason::MySql;
 use statecraft_shared::reason::Reason;
@@ -45,6 +47,12 @@ struct Rig {
     heal: Healing,
     /// Operations performed, in order.
     log: Vec<Operation>,
+    /// The member whose pod is being deleted, if any.
+    terminating: Option<u32>,
+    /// What the read-write Service's EndpointSlices list (none unless a test says so: no
+    /// Service here leads clients anywhere but this harness does).
+    listed: BTreeSet<u32>,
+    routes: Routes,
 }
 
 impl Rig {
@@ -66,16 +74,24 @@ impl Rig {
             restarts: Restarts::default(),
             heal: Healing::default(),
             log: Vec::new(),
+            terminating: None,
+            listed: BTreeSet::new(),
+            routes: Routes::default(),
         }
     }
 
     fn targets(&mut self) -> Vec<Target> {
         let labels = self.labels.clone();
+        let terminating = self.terminating;
         self.servers
             .iter_mut()
             .map(|s| Target {
                 ordinal: s.ordinal,
-                pod: PodState::Running { ready: s.is_running() },
+                pod: if terminating == Some(s.ordinal) {
+                    PodState::Terminating
+                } else {
+                    PodState::Running { ready: s.is_running() }
+                },
                 role_label: labels[s.ordinal as usize].clone(),
                 endpoint: Endpoint { host: "127.0.0.1".into(), port: s.port },
                 address: ("127.0.0.1".into(), s.port),
@@ -90,6 +106,7 @@ impl Rig {
         let members = gather(&self.dp, &targets, self.recorded, &mut self.streaks).await;
         let restarted = self.restarts.observe(&members, self.recorded, read_started..Instant::now());
         let n = self.servers.len() as u32;
+        let routed = self.routes.observe(&self.listed, &closed(&members), Instant::now());
         let o = Observed {
             replicas: n,
             paused: false,
@@ -102,8 +119,7 @@ impl Rig {
             recently_configured: Default::default(),
             restarted,
             deposed: self.deposed,
-            // No Service here: nothing leads clients to a member but this harness.
-            routed: Default::default(),
+            routed,
         };
         let d = decide(&o);
         // As the task does: a deposed primary serving again is no longer one.
@@ -553,6 +569,73 @@ async fn switchover_moves_the_primary_with_a_short_write_pause() -> TestResult {
     let d = rig.converge(10).await;
     assert_eq!(d.verdicts[0].role, Some(Role::Replica), "the old primary replicates from the new one");
     eprintln!("switchover: converged {took:?} after the request; {} writes acknowledged", acked.len());
+    Ok(())
+}
+
+/// A primary whose pod is being deleted (a drain) is handed over and let go: the other
+/// replica stops receiving from it and its binary log dumps end, so its preStop hook (which
+/// holds the server while any replica replicates from it) would return at once. While its
+/// server still serves, the new primary waits for the read-write Service, which still
+/// lists the old one; once the server stopped (the kubelet's SIGTERM after the hook), it
+/// refuses connections and the new primary takes writes at once, listed or not.
+#[tokio::test]
+async fn a_primary_whose_pod_is_deleted_is_handed_over_let_go_and_replaced_without_waiting_for_the_routes() -> TestResult
+{
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    let primary = Arc::new(AtomicU16::new(rig.servers[0].port));
+    let writer = Writer::start(primary.clone());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // The pod is being deleted; the EndpointSlice still lists it (it lags behind labels).
+    rig.terminating = Some(0);
+    rig.listed = [0].into();
+    for _ in 0..10 {
+        rig.pass().await;
+        if rig.recorded == Some(1) {
+            break;
+        }
+    }
+    assert_eq!(rig.recorded, Some(1), "{:#?}", rig.log);
+    assert_eq!(rig.log.last(), Some(&Operation::Switchover { from: 0, to: 1, terminating: true }));
+    let switched = rig.log.len();
+    // Let go: handover.sh's own question finds no replica left, and 2 receives no more.
+    let mut old = rig.operator(0).await?;
+    let dumps = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'";
+    assert_eq!(value(&mut old, dumps).await?, "0", "binary log dumps left on the old primary");
+    drop(old);
+    let mut other = rig.operator(2).await?;
+    let io: Option<mysql_async::Row> = other.query_first("SHOW SLAVE STATUS").await?;
+    let io: Option<String> = io.and_then(|r| r.get_opt("Slave_IO_Running").and_then(Result::ok));
+    assert_ne!(io.as_deref(), Some("Yes"), "replica 2 still receives from the old primary");
+    drop(other);
+
+    // The old server still serves: the new primary is labelled, 2 follows it, and writes
+    // wait for the routes.
+    let mut waited = false;
+    for _ in 0..6 {
+        let d = rig.pass().await;
+        if matches!(d.operation, Operation::Wait { reason, .. } if reason == MySql::FormerPrimaryStillRouted) {
+            waited = true;
+            break;
+        }
+    }
+    assert!(waited, "{:#?}", rig.log);
+    let since = &rig.log[switched..];
+    assert!(!since.iter().any(|op| matches!(op, Operation::MakeWritable { .. })), "{since:#?}");
+    assert!(since.contains(&Operation::ConfigureReplica { ordinal: 2, source: 1 }), "{since:#?}");
+
+    // The kubelet stops it: it refuses connections, and nothing starts in its pod again.
+    rig.servers[0].kill();
+    primary.store(rig.servers[1].port, Ordering::Relaxed);
+    let before = rows(&rig, 1).await?.len();
+    let d = rig.pass().await;
+    assert_eq!(d.operation, Operation::MakeWritable { ordinal: 1 }, "{:#?}", rig.log);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let acked = writer.stop().await;
+    let on_new = rows(&rig, 1).await?;
+    assert!(on_new.len() > before, "writes resumed on the new primary");
+    assert!(acked.iter().all(|id| on_new.binary_search(id).is_ok()), "no acknowledged write lost");
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use futures::future::join_all;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder, Row};
 use thiserror::Error;
@@ -102,6 +103,17 @@ pub enum DataPlaneError {
     },
 }
 
+impl DataPlaneError {
+    /// Whether the connection was refused: nothing listens at the endpoint.
+    pub fn refused(&self) -> bool {
+        matches!(
+            self,
+            DataPlaneError::Sql { source: mysql_async::Error::Io(mysql_async::IoError::Io(e)), .. }
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+        )
+    }
+}
+
 /// Where the operator reaches a server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
@@ -188,6 +200,7 @@ impl DataPlane {
         let deadline = tokio::time::Instant::now() + OBSERVE_TIMEOUT;
         match tokio::time::timeout_at(deadline, self.observe_inner(ep, deadline)).await {
             Ok(Ok(s)) => ServerState::Up(s),
+            Ok(Err(e)) if e.refused() => ServerState::Refused(e.to_string()),
             Ok(Err(e)) => ServerState::Unreachable(e.to_string()),
             Err(_) => ServerState::Unreachable(format!("{ep}: no answer within {OBSERVE_TIMEOUT:?}")),
         }
@@ -388,10 +401,15 @@ impl DataPlane {
     /// old primary has and forgets its source. The next pass makes the target writable and
     /// points the old primary at it. If the target does not catch up in time the old primary
     /// is made writable again, so a failed switchover costs only a short pause.
+    ///
+    /// When the old primary's pod is being deleted, `let_go` holds the endpoints of the
+    /// other replicas, and the old primary is let go once the target has everything
+    /// ([`Self::let_go`]).
     pub async fn switchover(
         &self,
         from: &Endpoint,
         to: &Endpoint,
+        let_go: Option<&[&Endpoint]>,
         semi_sync: bool,
         wait_count: u32,
     ) -> Result<(), DataPlaneError> {
@@ -402,7 +420,44 @@ impl DataPlane {
             let _ = self.make_writable(from, semi_sync, wait_count).await;
             return Err(e);
         }
+        if let Some(others) = let_go {
+            self.let_go(from, others).await;
+        }
         Ok(())
+    }
+
+    /// Lets a handed-over primary whose pod is being deleted stop at once: the other
+    /// replicas stop receiving from it (it has nothing more to send: it is read-only and
+    /// the new primary has all it has) and its binary log dumps are ended, so that its
+    /// preStop hook (`handover.sh`, which holds the server while any replica replicates from
+    /// it) returns on its next look and the kubelet stops the server. Once it refuses
+    /// connections, the new primary can take writes without waiting for the read-write
+    /// Service's routes to settle (see `super::routes`): nobody can read from the old one.
+    /// Best effort: what fails here only leaves the server to stop later, and the new
+    /// primary to wait for the routes.
+    async fn let_go(&self, from: &Endpoint, others: &[&Endpoint]) {
+        for r in join_all(others.iter().map(|ep| self.fence(ep))).await {
+            if let Err(e) = r {
+                debug!(error = %e, "stopping a replica's receiver from the handed-over primary failed");
+            }
+        }
+        let work = async {
+            let mut conn = self.connect(from).await?;
+            let dumps: Vec<u64> = conn
+                .query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+                .await
+                .map_err(|e| DataPlaneError::Sql { endpoint: from.to_string(), source: e })?;
+            for id in dumps {
+                let _ = conn.query_drop(format!("KILL CONNECTION {id}")).await;
+            }
+            let _ = conn.disconnect().await;
+            Ok::<(), DataPlaneError>(())
+        };
+        match tokio::time::timeout(OBSERVE_TIMEOUT, work).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => debug!(error = %e, "ending the handed-over primary's binary log dumps failed"),
+            Err(_) => debug!(endpoint = %from, "ending the handed-over primary's binary log dumps timed out"),
+        }
     }
 }
 

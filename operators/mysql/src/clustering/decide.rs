@@ -147,6 +147,11 @@ pub enum Operation {
         from: u32,
         /// New primary.
         to: u32,
+        /// The current primary's pod is being deleted (a drain, an eviction): once the
+        /// target has everything, the old server is let go, so that it stops at once and
+        /// the target takes writes without waiting for the read-write Service's routes
+        /// (see `super::routes`).
+        terminating: bool,
     },
     /// Put role labels right (`None` removes the label: no client traffic).
     Relabel {
@@ -407,6 +412,13 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         if labelled_elsewhere && let Some(op) = relabel(o, verdicts) {
             return op;
         }
+        // Replicas follow the new primary before it takes writes, so that its first commits
+        // find a replica to acknowledge them instead of waiting a pass for one (and this
+        // happens while the routes settle). One that fails is retried only after its
+        // back-off, so it cannot hold writes up.
+        if let Some(op) = configure_replica(o, p, verdicts) {
+            return op;
+        }
         // The label has moved, but the Service's routes follow it a moment later.
         let routed: Vec<u32> = o.routed.iter().copied().filter(|k| *k != p.ordinal).collect();
         if !routed.is_empty() {
@@ -439,7 +451,11 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
             None => o.members.iter().filter(eligible).min_by_key(|m| m.ordinal),
         };
         return match chosen {
-            Some(to) => Operation::Switchover { from: p.ordinal, to: to.ordinal },
+            Some(to) => Operation::Switchover {
+                from: p.ordinal,
+                to: to.ordinal,
+                terminating: matches!(p.pod, PodState::Terminating),
+            },
             None => wait(
                 MySql::SwitchoverTargetNotReady,
                 match target {
@@ -480,22 +496,27 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         None => None,
     };
 
-    // Replicas that are up, not errant and not replicating from the primary. One whose
-    // receiver is (re)connecting to the right source is given time: reconfiguring it would
-    // only restart the connection attempt.
-    for m in o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas) {
-        let (Some(v), Some(s)) = (verdict(m.ordinal), m.server.up()) else { continue };
-        if v.errant.is_none()
-            && !v.healthy
-            && !matches!(m.pod, PodState::Terminating)
-            && !connecting_to(s, p)
-            && !o.recently_configured.contains(&(m.ordinal, p.ordinal))
-        {
-            return Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal };
-        }
+    if let Some(op) = configure_replica(o, p, verdicts) {
+        return op;
     }
 
     relabel(o, verdicts).or(refused).unwrap_or(Operation::Nothing)
+}
+
+/// The first wanted replica that is up, not errant and not replicating from the primary
+/// `p`, to be pointed at it. One whose receiver is (re)connecting to the right source is
+/// given time: reconfiguring it would only restart the connection attempt.
+fn configure_replica(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Operation> {
+    o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas).find_map(|m| {
+        let v = verdicts.iter().find(|v| v.ordinal == m.ordinal)?;
+        let s = m.server.up()?;
+        (v.errant.is_none()
+            && !v.healthy
+            && !matches!(m.pod, PodState::Terminating)
+            && !connecting_to(s, p)
+            && !o.recently_configured.contains(&(m.ordinal, p.ordinal)))
+        .then_some(Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal })
+    })
 }
 
 /// The first replica due for a re-seed (opted in, errant or broken for long enough), as

@@ -389,7 +389,7 @@ fn writable_after(o: &Observed, d: &Decision) -> BTreeSet<u32> {
         Operation::MakeWritable { ordinal } | Operation::Promote { ordinal, .. } => {
             w.insert(ordinal);
         }
-        Operation::Switchover { from, to } => {
+        Operation::Switchover { from, to, .. } => {
             w.remove(&from);
             w.insert(to);
         }
@@ -491,7 +491,7 @@ fn names_only_members(o: &Observed, d: &Decision) -> Result<(), TestCaseError> {
             prop_assert_ne!(ordinal, from);
             vec![*ordinal]
         }
-        Operation::Switchover { from, to } => vec![*from, *to],
+        Operation::Switchover { from, to, .. } => vec![*from, *to],
         Operation::Relabel { changes } => changes.iter().map(|(k, _)| *k).collect(),
     };
     prop_assert!(named.iter().all(known), "{:?} names a non-member in {:?}", d.operation, o);

@@ -103,6 +103,36 @@ fn a_new_primary_takes_writes_only_once_the_service_no_longer_leads_to_the_forme
 }
 
 #[test]
+fn a_new_primary_has_its_replicas_follow_before_it_takes_writes() {
+    // Just handed over from 0 (being deleted, stopped): 1 is the recorded primary and
+    // labelled, still read-only; 2 had its receiver from 0 stopped.
+    let mut o = cluster(vec![down(primary(0, "0-100-10"), 1), primary(1, "0-100-10"), replica(2, 0, "0-100-10")]);
+    o.members[0].pod = PodState::Terminating;
+    o.members[0].role_label = None;
+    o.recorded_primary = Some(1);
+    server(&mut o.members[1]).read_only = true;
+    if let Some(r) = &mut server(&mut o.members[2]).replication {
+        r.io_running = false;
+    }
+    // Pointed at 1 first, so that 1's first commit finds a replica to acknowledge it, even
+    // while the routes still lead elsewhere.
+    o.routed = [0].into();
+    assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 2, source: 1 });
+    o.members[2] = replica(2, 1, "0-100-10");
+    assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::FormerPrimaryStillRouted));
+    o.routed = [].into();
+    assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
+    // A replica that keeps failing holds nothing up once its back-off runs.
+    let mut broken = o.clone();
+    if let Some(r) = &mut server(&mut broken.members[2]).replication {
+        r.sql_running = false;
+    }
+    assert_eq!(op(&broken), Operation::ConfigureReplica { ordinal: 2, source: 1 });
+    broken.recently_configured = [(2, 1)].into();
+    assert_eq!(op(&broken), Operation::MakeWritable { ordinal: 1 });
+}
+
+#[test]
 fn a_woken_former_primary_is_demoted_once_clients_can_no_longer_reach_it() {
     // 0 woke up writable after 1 was promoted; no replica replicates from it, so its
     // commits wait for acknowledgements that never come, and demoting it would release
@@ -466,14 +496,14 @@ fn an_empty_primary_after_data_loss_is_not_made_writable() {
 fn switchover_on_request_and_when_the_primary_pod_terminates() {
     let mut o = healthy3();
     o.switchover_to = Some(1);
-    assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1 });
+    assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1, terminating: false });
     if let Some(r) = &mut server(&mut o.members[1]).replication {
         r.lag_seconds = Some(100);
     }
     assert!(matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::SwitchoverTargetNotReady));
     let mut o = healthy3();
     o.members[0].pod = PodState::Terminating;
-    assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1 });
+    assert_eq!(op(&o), Operation::Switchover { from: 0, to: 1, terminating: true }, "let go once handed over");
     let mut o = healthy3();
     o.switchover_to = Some(0);
     assert_eq!(op(&o), Operation::Nothing, "already the primary");
@@ -484,7 +514,7 @@ fn scaling_down_below_the_primary_moves_it_first() {
     let mut o = cluster(vec![replica(0, 2, "0-100-5"), replica(1, 2, "0-100-5"), primary(2, "0-100-5")]);
     o.recorded_primary = Some(2);
     o.replicas = 1;
-    assert_eq!(op(&o), Operation::Switchover { from: 2, to: 0 });
+    assert_eq!(op(&o), Operation::Switchover { from: 2, to: 0, terminating: false });
 }
 
 #[test]

@@ -75,7 +75,7 @@ pub fn replica(i: u32, of: u32, gtid: &str) -> Member {
 pub fn server(m: &mut Member) -> &mut Server {
     match &mut m.server {
         ServerState::Up(s) => s,
-        ServerState::Unreachable(_) => panic!("member is down"),
+        ServerState::Unreachable(_) | ServerState::Refused(_) => panic!("member is down"),
     }
 }
 

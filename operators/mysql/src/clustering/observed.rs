@@ -45,7 +45,9 @@ pub struct Observed {
     /// does not hold the new primary back from taking writes.
     pub deposed: Option<u32>,
     /// The members the read-write Service's EndpointSlices listed within the last
-    /// [`super::routes::SETTLE`]: new connections may still reach them.
+    /// [`super::routes::SETTLE`] and that may still serve: new connections may still reach
+    /// them. A member whose pod is being deleted and whose server refuses connections is
+    /// not among them (see [`super::routes::Routes::observe`]).
     pub routed: BTreeSet<u32>,
 }
 
@@ -91,6 +93,11 @@ pub enum PodState {
 pub enum ServerState {
     /// No answer; the text says why (for status and Events).
     Unreachable(String),
+    /// The connection was refused: nothing listens where the server should (stopped, or
+    /// not started yet). A paused or cut-off server is [`ServerState::Unreachable`]
+    /// instead (its kernel still accepts, or nothing answers at all), so in a pod that is
+    /// being deleted, where nothing starts again, this one can serve no client any more.
+    Refused(String),
     /// Answered.
     Up(Server),
 }
@@ -100,7 +107,7 @@ impl ServerState {
     pub fn up(&self) -> Option<&Server> {
         match self {
             ServerState::Up(s) => Some(s),
-            ServerState::Unreachable(_) => None,
+            ServerState::Unreachable(_) | ServerState::Refused(_) => None,
         }
     }
 }

@@ -134,10 +134,19 @@ pub async fn perform(
             dp.detach(ep(*ordinal).ok_or_else(|| missing(*ordinal))?, received).await?;
             Ok(Effect::RecordFailover { primary: *ordinal, deposed: *from })
         }
-        Operation::Switchover { from, to } => {
+        Operation::Switchover { from, to, terminating } => {
+            // The replicas to stop receiving from a primary that is let go: those that answer
+            // (one that does not cannot receive either, and would only hold the hand-over up).
+            let others: Vec<&Endpoint> = o
+                .members
+                .iter()
+                .filter(|m| m.ordinal != *from && m.ordinal != *to && m.server.up().is_some())
+                .filter_map(|m| ep(m.ordinal))
+                .collect();
             dp.switchover(
                 ep(*from).ok_or_else(|| missing(*from))?,
                 ep(*to).ok_or_else(|| missing(*to))?,
+                terminating.then_some(&others[..]),
                 semi_sync,
                 wait_count,
             )

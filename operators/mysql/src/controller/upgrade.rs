@@ -134,7 +134,8 @@ impl UpgradeGates for Gates<'_> {
         let Some(to) = to else {
             return Ok(Gate::closed(MySql::NoSwitchoverTarget, "no healthy, caught-up replica to move the primary to"));
         };
-        let op = Operation::Switchover { from, to: to.ordinal };
+        // The old primary's pod is deleted by the roll's next step, not yet: it is not let go.
+        let op = Operation::Switchover { from, to: to.ordinal, terminating: false };
         match perform(self.dp, &op, self.observed, self.targets, self.observed.ack_count).await {
             Ok(Effect::RecordPrimary(p)) => {
                 *self.new_primary.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);

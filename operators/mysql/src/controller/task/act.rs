@@ -26,6 +26,11 @@ use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::pass::{Effect, perform};
 use crate::reason::MySql;
 
+/// How soon a pass looks again while a new primary waits for the read-write Service's
+/// routes (`FormerPrimaryStillRouted`): writes are down for that wait, and each pass is a
+/// few reads.
+const ROUTES_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Carries out the pass's decision (see the module doc). Returns whether to pass again at
 /// once and the rolling upgrade's step.
 pub async fn act(
@@ -43,6 +48,11 @@ pub async fn act(
     let op = &decision.operation;
     if let Operation::Wait { reason, message } = op {
         memory.waits.publish(&rt.events, cluster, *reason, message, true).await;
+        // A new primary waiting for the routes to leave another member takes writes the
+        // moment they have: look again soon, not a whole interval later.
+        if *reason == MySql::FormerPrimaryStillRouted {
+            next = Next::After(ROUTES_RECHECK);
+        }
     } else if let Some((reason, note)) = describe(op, names) {
         memory.waits.clear();
         info!(cluster = %name, operation = ?op, "clustering operation");
@@ -229,9 +239,15 @@ pub(super) fn describe(op: &Operation, names: &Names) -> Option<(Reason, String)
             MySql::Failover.into(),
             format!("{} replaces {} as primary (applied {received})", names.pod(*ordinal), names.pod(*from)),
         ),
-        Operation::Switchover { from, to } => {
-            (MySql::Switchover.into(), format!("primary moves from {} to {}", names.pod(*from), names.pod(*to)))
-        }
+        Operation::Switchover { from, to, terminating } => (
+            MySql::Switchover.into(),
+            format!(
+                "primary moves from {} to {}{}",
+                names.pod(*from),
+                names.pod(*to),
+                if *terminating { " (its pod is being deleted: the old server stops once handed over)" } else { "" }
+            ),
+        ),
         Operation::Reseed { ordinal, why } => (
             MySql::Reseed.into(),
             format!(

@@ -23,6 +23,7 @@ use crate::clustering::dataplane::{DataPlane, Endpoint};
 use crate::clustering::decide::{Decision, Operation, decide};
 use crate::clustering::observed::{Observed, PodState};
 use crate::clustering::pass::{Target, gather};
+use crate::clustering::routes::closed;
 use crate::flavor::sql;
 use crate::reason::MySql;
 use crate::validate::{ValidSpec, check_version_change, validate};
@@ -120,6 +121,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
     let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
+    let routed = memory.routes.observe(&listed, &closed(&members), Instant::now());
     let observed = Observed {
         replicas,
         paused: cluster.spec.paused,
@@ -135,7 +137,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         },
         restarted,
         deposed: status.and_then(|s| s.deposed_primary.as_deref()).and_then(|p| ordinal_of(&name, p)),
-        routed: memory.routes.observe(&listed, Instant::now()),
+        routed,
     };
     Ok(Some(Observation { valid, spec_problem, names, dp, pods, targets, observed, request, switchover_to }))
 }

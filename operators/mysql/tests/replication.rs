@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use statecraft_mysql::api::Flavor;
-use statecraft_mysql::build::config::{CLIENT_CNF, config_path, ready_sh};
+use statecraft_mysql::build::config::{CLIENT_CNF, config_path, handover_sh, ready_sh};
 use statecraft_mysql::clustering::acks::{Acknowledgements, judge};
 use statecraft_mysql::clustering::dataplane::{DataPlane, Endpoint};
 use statecraft_mysql::clustering::decide::{Decision, Health, Operation, Role, decide};
@@ -23,7 +23,7 @@ use statecraft_mysql::clustering::heal::Healing;
 use statecraft_mysql::clustering::observed::{Observed, PodState};
 use statecraft_mysql::clustering::pass::{Effect, Streaks, Target, gather, perform};
 use statecraft_mysql::clustering::restarts::Restarts;
-use statecraft_mysql::clustering::routes::{Routes, closed};
+use statecraft_mysql::clustering::routes::{Listing, Routes, closed};
 use statecraft_mysql::flavor::{self, OPERATOR_USER, ROOT_USER, accounts_init_sql};
 use statecraft_mysql::reason::MySql;
 use statecraft_shared::reason::Reason;
@@ -49,8 +49,8 @@ struct Rig {
     log: Vec<Operation>,
     /// The member whose pod is being deleted, if any.
     terminating: Option<u32>,
-    /// What the read-write Service's EndpointSlices list (none unless a test says so: no
-    /// Service here leads clients anywhere but this harness does).
+    /// The members the read-write Service's EndpointSlices list (none unless a test says
+    /// so: no Service here leads clients anywhere but this harness does).
     listed: BTreeSet<u32>,
     routes: Routes,
 }
@@ -106,7 +106,11 @@ impl Rig {
         let members = gather(&self.dp, &targets, self.recorded, &mut self.streaks).await;
         let restarted = self.restarts.observe(&members, self.recorded, read_started..Instant::now());
         let n = self.servers.len() as u32;
-        let routed = self.routes.observe(&self.listed, &closed(&members), Instant::now());
+        // One pod per member for the whole test: its uid is its name.
+        let pod = |i: u32| -> Listing { (i, format!("db-{i}")) };
+        let listed = self.listed.iter().map(|i| pod(*i)).collect();
+        let closed = members.iter().filter(|m| closed(&m.pod, false, &m.server)).map(|m| pod(m.ordinal)).collect();
+        let routed = self.routes.observe(&listed, &closed, Instant::now());
         let o = Observed {
             replicas: n,
             paused: false,
@@ -293,6 +297,27 @@ async fn ready(server: &MariaDb) -> TestResult<(bool, String)> {
         .replace("mariadb --defaults-file", &format!("{} --defaults-file", client_binary().display()));
     let out = tokio::process::Command::new("sh").arg("-c").arg(&script).output().await?;
     Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).trim().to_string()))
+}
+
+/// Runs the preStop hook a pod gets (`handover.sh`) against `server`, as [`ready`] runs the
+/// readiness probe (the read-write Service it asks is an address where nothing listens);
+/// returns whether it succeeded and how long it held the server.
+async fn handover(server: &MariaDb) -> TestResult<(bool, Duration)> {
+    let dir = tempfile::tempdir()?;
+    let cnf = dir.path().join("client.cnf");
+    std::fs::write(&cnf, format!("[client]\nsocket = {}\nuser = root\n", server.socket().display()))?;
+    let script = handover_sh(flavor::sql(Flavor::Mariadb))
+        .replace(&config_path(CLIENT_CNF), &cnf.display().to_string())
+        .replace("timeout 3 mariadb ", &format!("timeout 3 {} ", client_binary().display()));
+    let started = Instant::now();
+    let out = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("READ_WRITE_SERVICE", "127.0.0.1")
+        .env("REPLICATION_PASSWORD", passwords().replication)
+        .output()
+        .await?;
+    Ok((out.status.success(), started.elapsed()))
 }
 
 #[tokio::test]
@@ -604,6 +629,10 @@ async fn a_primary_whose_pod_is_deleted_is_handed_over_let_go_and_replaced_witho
     let dumps = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'";
     assert_eq!(value(&mut old, dumps).await?, "0", "binary log dumps left on the old primary");
     drop(old);
+    // So the preStop hook lets the kubelet stop it at once (it polls every 0.1 s).
+    let (handed_over, held) = handover(&rig.servers[0]).await?;
+    assert!(handed_over, "handover.sh timed out (it exits 1 after 30 s)");
+    eprintln!("handover.sh returned {held:?} after the hand-over");
     let mut other = rig.operator(2).await?;
     let io: Option<mysql_async::Row> = other.query_first("SHOW SLAVE STATUS").await?;
     let io: Option<String> = io.and_then(|r| r.get_opt("Slave_IO_Running").and_then(Result::ok));

@@ -216,14 +216,19 @@ pub fn alive_sh(flavor: &dyn FlavorSql) -> String {
 /// - the read-write Service leads to another server that accepts writes: the operator has
 ///   switched over (this server is read-only and its clients were moved);
 /// - no replica replicates from this server: there is nobody to hand over to (a replica,
-///   a single server, a stopping cluster), or nobody left who needs its binary log;
+///   a single server, a stopping cluster), or nobody left who needs its binary log (the
+///   operator ends every replica's stream once it has handed over: this is how the hook
+///   learns of it, looked at every 0.1 s, so the server stops moments after the hand-over
+///   and the new primary, which takes writes once the old one refuses connections, does
+///   not wait for it);
 /// - the server does not answer: there is nothing to keep;
 /// - [`HANDOVER_TIMEOUT_SECONDS`] passed (the operator is away or no replica is eligible):
 ///   it exits 1, which the kubelet reports as a `FailedPreStopHook` Event, and the server
 ///   stops; the operator then fails over as for any lost primary.
 ///
 /// The Service is asked with the replication account (it may read `@@server_id` and
-/// nothing more), its password passed in the environment, never on a command line.
+/// nothing more), its password passed in the environment, never on a command line; once a
+/// second, since a connection through it can take that long.
 pub fn handover_sh(flavor: &dyn FlavorSql) -> String {
     format!(
         r#"#!/bin/sh
@@ -232,13 +237,17 @@ set -u
 q() {{ timeout 3 {client} --defaults-file={client_cnf} --batch --skip-column-names -e "$1" 2>/dev/null; }}
 me=$(q "SELECT @@GLOBAL.server_id") || exit 0
 deadline=$(($(date +%s) + {timeout}))
+looks=0
 while [ "$(date +%s)" -lt "$deadline" ]; do
   dumps=$(q "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'") || exit 0
   [ "$dumps" = 0 ] && exit 0
-  rw=$(MYSQL_PWD="${password_env}" timeout 3 {client} --no-defaults --host="${service_env}" --port={port}     --user={user} --connect-timeout=1 --batch --skip-column-names     -e "SELECT @@GLOBAL.server_id, @@GLOBAL.{read_only}" 2>/dev/null) || rw=""
-  set -- $rw
-  [ "$#" = 2 ] && [ "$1" != "$me" ] && [ "$2" = 0 ] && exit 0
-  sleep 0.2
+  if [ $((looks % 10)) = 0 ]; then
+    rw=$(MYSQL_PWD="${password_env}" timeout 3 {client} --no-defaults --host="${service_env}" --port={port}       --user={user} --connect-timeout=1 --batch --skip-column-names       -e "SELECT @@GLOBAL.server_id, @@GLOBAL.{read_only}" 2>/dev/null) || rw=""
+    set -- $rw
+    [ "$#" = 2 ] && [ "$1" != "$me" ] && [ "$2" = 0 ] && exit 0
+  fi
+  looks=$((looks + 1))
+  sleep 0.1
 done
 echo "handover.sh: the primary role was not handed over within {timeout} s; stopping anyway" >&2
 exit 1

@@ -23,6 +23,9 @@ pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// leave of [`OBSERVE_TIMEOUT`]: one that is slow is given up with this much time left, so
 /// the server is still reported up and the clustering never waits on them.
 const OPTIONAL_READINGS_MARGIN: Duration = Duration::from_millis(250);
+/// How long letting a handed-over primary go may hold the switchover up: it is best effort,
+/// and writes are down meanwhile.
+const LET_GO_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a failover candidate may take to apply the transactions it received.
 pub const APPLY_TIMEOUT_SECONDS: u32 = 60;
 
@@ -435,14 +438,18 @@ impl DataPlane {
     /// Service's routes to settle (see `super::routes`): nobody can read from the old one.
     /// Best effort: what fails here only leaves the server to stop later, and the new
     /// primary to wait for the routes.
+    ///
+    /// The connection to the old primary is opened first: once the replicas have stopped,
+    /// the hook may return and the server begin to stop at any moment, and a connection
+    /// attempt then would hang until its deadline (seen in e2e: 3.7 s).
     async fn let_go(&self, from: &Endpoint, others: &[&Endpoint]) {
-        for r in join_all(others.iter().map(|ep| self.fence(ep))).await {
-            if let Err(e) = r {
-                debug!(error = %e, "stopping a replica's receiver from the handed-over primary failed");
-            }
-        }
         let work = async {
             let mut conn = self.connect(from).await?;
+            for r in join_all(others.iter().map(|ep| self.fence(ep))).await {
+                if let Err(e) = r {
+                    debug!(error = %e, "stopping a replica's receiver from the handed-over primary failed");
+                }
+            }
             let dumps: Vec<u64> = conn
                 .query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
                 .await
@@ -453,10 +460,10 @@ impl DataPlane {
             let _ = conn.disconnect().await;
             Ok::<(), DataPlaneError>(())
         };
-        match tokio::time::timeout(OBSERVE_TIMEOUT, work).await {
+        match tokio::time::timeout(LET_GO_TIMEOUT, work).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => debug!(error = %e, "ending the handed-over primary's binary log dumps failed"),
-            Err(_) => debug!(endpoint = %from, "ending the handed-over primary's binary log dumps timed out"),
+            Ok(Err(e)) => debug!(error = %e, "letting the handed-over primary go failed"),
+            Err(_) => debug!(endpoint = %from, "letting the handed-over primary go timed out"),
         }
     }
 }

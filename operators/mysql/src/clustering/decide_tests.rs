@@ -130,6 +130,23 @@ fn a_new_primary_has_its_replicas_follow_before_it_takes_writes() {
     assert_eq!(op(&broken), Operation::ConfigureReplica { ordinal: 2, source: 1 });
     broken.recently_configured = [(2, 1)].into();
     assert_eq!(op(&broken), Operation::MakeWritable { ordinal: 1 });
+    // Only as many as the commits wait for: the rest follow once it takes writes.
+    let mut five = cluster(vec![
+        down(primary(0, "0-100-10"), 1),
+        primary(1, "0-100-10"),
+        replica(2, 1, "0-100-10"),
+        replica(3, 0, "0-100-10"),
+        replica(4, 0, "0-100-10"),
+    ]);
+    five.members[0].pod = PodState::Terminating;
+    five.members[0].role_label = None;
+    five.recorded_primary = Some(1);
+    server(&mut five.members[1]).read_only = true;
+    assert_eq!(
+        op(&five),
+        Operation::MakeWritable { ordinal: 1 },
+        "2 follows: enough for MariaDB's one acknowledgement"
+    );
 }
 
 #[test]

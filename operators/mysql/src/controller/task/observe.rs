@@ -18,12 +18,14 @@ use super::super::{Context, SWITCHOVER_ANNOTATION, reseed};
 use super::{Memory, RECONFIGURE_BACKOFF};
 use crate::api::MySQLCluster;
 use crate::build::secret::Passwords;
+use crate::build::statefulset::CONTAINER;
 use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
 use crate::clustering::decide::{Decision, Operation, decide};
+use crate::clustering::observed::Member;
 use crate::clustering::observed::{Observed, PodState};
 use crate::clustering::pass::{Target, gather};
-use crate::clustering::routes::closed;
+use crate::clustering::routes::{Listing, closed};
 use crate::flavor::sql;
 use crate::reason::MySql;
 use crate::validate::{ValidSpec, check_version_change, validate};
@@ -121,7 +123,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
     let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
-    let routed = memory.routes.observe(&listed, &closed(&members), Instant::now());
+    let routed = memory.routes.observe(&listed, &closed_pods(&pods, &members, &names), Instant::now());
     let observed = Observed {
         replicas,
         paused: cluster.spec.paused,
@@ -172,10 +174,28 @@ fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
     }
 }
 
-/// The members the read-write Service's EndpointSlices list as serving (ready, or
+/// The pods of members that can serve nobody any more ([`closed`]), with their uids.
+fn closed_pods(pods: &[Pod], members: &[Member], names: &Names) -> BTreeSet<Listing> {
+    members
+        .iter()
+        .filter_map(|m| {
+            let pod = pods.iter().find(|p| p.name_any() == names.pod(m.ordinal))?;
+            let terminated = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.name == CONTAINER))
+                .and_then(|c| c.state.as_ref())
+                .is_some_and(|s| s.terminated.is_some());
+            closed(&m.pod, terminated, &m.server).then(|| (m.ordinal, pod.uid().unwrap_or_default()))
+        })
+        .collect()
+}
+
+/// The members' pods the read-write Service's EndpointSlices list as serving (ready, or
 /// terminating but still serving: kube-proxy falls back to those), read before the servers
 /// so that a server seen after its endpoint is not missed.
-async fn routed(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<BTreeSet<u32>> {
+async fn routed(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<BTreeSet<Listing>> {
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
     let selector = format!("kubernetes.io/service-name={}", names.read_write_service());
     let list = slices
@@ -187,6 +207,9 @@ async fn routed(client: &kube::Client, namespace: &str, names: &Names, name: &st
         .iter()
         .flat_map(|slice| &slice.endpoints)
         .filter(|e| e.conditions.as_ref().is_none_or(|c| c.serving.or(c.ready) != Some(false)))
-        .filter_map(|e| ordinal_of(name, e.target_ref.as_ref()?.name.as_deref()?))
+        .filter_map(|e| {
+            let pod = e.target_ref.as_ref()?;
+            Some((ordinal_of(name, pod.name.as_deref()?)?, pod.uid.clone().unwrap_or_default()))
+        })
         .collect())
 }

@@ -71,6 +71,8 @@ struct Memory {
     restarts: Restarts,
     /// When each member was last listed by the read-write Service's EndpointSlices.
     routes: Routes,
+    /// When each pod being deleted was first seen so (by uid), for the hand-over's start.
+    terminating_since: BTreeMap<String, Instant>,
 }
 
 impl ClusterLoop for Clustering {

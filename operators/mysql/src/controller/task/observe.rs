@@ -124,6 +124,12 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
     let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
     let routed = memory.routes.observe(&listed, &closed_pods(&pods, &members, &names), Instant::now());
+    let deleting: Vec<String> =
+        pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()).filter_map(|p| p.uid()).collect();
+    memory.terminating_since.retain(|uid, _| deleting.contains(uid));
+    for uid in deleting {
+        memory.terminating_since.entry(uid).or_insert_with(Instant::now);
+    }
     let observed = Observed {
         replicas,
         paused: cluster.spec.paused,

@@ -412,18 +412,11 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         if labelled_elsewhere && let Some(op) = relabel(o, verdicts) {
             return op;
         }
-        // As many replicas as its commits wait for follow the new primary before it takes
-        // writes, so that its first commits find them instead of waiting a pass for one
-        // (and this happens while the routes settle); the others follow after. One that
-        // fails is retried only after its back-off, so it cannot hold writes up.
-        let following =
-            verdicts.iter().filter(|v| v.ordinal != p.ordinal && v.healthy && v.role == Some(Role::Replica)).count();
-        let acks = if o.semi_sync && o.replicas > 1 { o.ack_count.max(1) as usize } else { 0 };
-        if following < acks
-            && let Some(op) = configure_replica(o, p, verdicts)
-        {
-            return op;
-        }
+        // Replicas are pointed at a new primary only once it takes writes (below): one that
+        // connects before the primary's semi-sync source side is on is served an
+        // asynchronous stream and never acknowledges, so the first commits waited for the
+        // next replica to connect (seen in e2e: writes resumed only when the old primary's
+        // pod came back, 1.5 s later).
         // The label has moved, but the Service's routes follow it a moment later.
         let routed: Vec<u32> = o.routed.iter().copied().filter(|k| *k != p.ordinal).collect();
         if !routed.is_empty() {

@@ -200,12 +200,17 @@ impl DataPlane {
 
     /// Reads what the decision needs from one server; an error becomes `Unreachable`.
     pub async fn observe(&self, ep: &Endpoint) -> ServerState {
-        let deadline = tokio::time::Instant::now() + OBSERVE_TIMEOUT;
+        self.observe_within(ep, OBSERVE_TIMEOUT).await
+    }
+
+    /// [`Self::observe`] with a deadline of `timeout` instead of [`OBSERVE_TIMEOUT`].
+    pub async fn observe_within(&self, ep: &Endpoint, timeout: Duration) -> ServerState {
+        let deadline = tokio::time::Instant::now() + timeout;
         match tokio::time::timeout_at(deadline, self.observe_inner(ep, deadline)).await {
             Ok(Ok(s)) => ServerState::Up(s),
             Ok(Err(e)) if e.refused() => ServerState::Refused(e.to_string()),
             Ok(Err(e)) => ServerState::Unreachable(e.to_string()),
-            Err(_) => ServerState::Unreachable(format!("{ep}: no answer within {OBSERVE_TIMEOUT:?}")),
+            Err(_) => ServerState::Unreachable(format!("{ep}: no answer within {timeout:?}")),
         }
     }
 

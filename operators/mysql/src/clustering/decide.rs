@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use statecraft_shared::reason::{Common, Reason};
 
 use super::gtid::GtidSet;
-use super::observed::{Member, Observed, PodState, Replication, Server};
+use super::observed::{Member, Observed, PodState, Replication, Server, ServerState};
 use crate::reason::MySql;
 
 /// Passes in a row a primary whose pod still runs must fail to answer before a failover
@@ -321,7 +321,7 @@ fn demote(o: &Observed, rogue: &Member, verdicts: &[Verdict]) -> Operation {
     if acknowledged || !o.routed.contains(&rogue.ordinal) {
         return Operation::Demote { ordinal: rogue.ordinal };
     }
-    relabel(o, verdicts).unwrap_or_else(|| {
+    relabel(o, verdicts, false).unwrap_or_else(|| {
         wait(
             MySql::FormerPrimaryStillRouted,
             format!(
@@ -404,12 +404,29 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         // (paused, cut off) still labelled would serve, through the same Service, reads
         // older than what the new one accepts, and, once demoted, reads of commits it
         // released that nobody acknowledged (seen by porcupine in e2e).
-        let labelled_elsewhere = o.members.iter().any(|m| {
-            m.ordinal != p.ordinal
-                && m.pod != PodState::Missing
-                && m.role_label.as_deref() == Some(Role::Primary.label())
+        let labelled_elsewhere: Vec<&Member> = o
+            .members
+            .iter()
+            .filter(|m| {
+                m.ordinal != p.ordinal
+                    && m.pod != PodState::Missing
+                    && m.role_label.as_deref() == Some(Role::Primary.label())
+            })
+            .collect();
+        // A former primary that was handed over (read-only, with nothing this one lacks) or
+        // that stopped in a pod being deleted serves what this one has until this one takes
+        // writes, which waits until it serves no more (below): this one is labelled first,
+        // so that the read-write Service never lists nobody. kube-proxy applies a second
+        // change only its minimum sync period (1 s) after the first, and clients found no
+        // route for that second when the old label went first (seen in e2e).
+        let handed_over = labelled_elsewhere.iter().all(|m| match &m.server {
+            ServerState::Up(s) => s.read_only && ps.executed.contains(&s.executed),
+            ServerState::Refused(_) => m.pod == PodState::Terminating,
+            ServerState::Unreachable(_) => false,
         });
-        if labelled_elsewhere && let Some(op) = relabel(o, verdicts) {
+        if !labelled_elsewhere.is_empty()
+            && let Some(op) = relabel(o, verdicts, handed_over)
+        {
             return op;
         }
         // Replicas are pointed at a new primary only once it takes writes (below): one that
@@ -481,7 +498,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
             && (m.ordinal == p.ordinal || m.role_label.as_deref() == primary_label)
             && m.role_label.as_deref() != v.role.map(Role::label)
     });
-    if misplaced && let Some(op) = relabel(o, verdicts) {
+    if misplaced && let Some(op) = relabel(o, verdicts, false) {
         return op;
     }
 
@@ -489,7 +506,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
     // be done (reconfiguring a broken replica may still mend it meanwhile).
     // Labels first, so that clients leave the member before its pod goes.
     let refused = match reseed(o, p, verdicts) {
-        Some(Ok(op)) => return relabel(o, verdicts).unwrap_or(op),
+        Some(Ok(op)) => return relabel(o, verdicts, false).unwrap_or(op),
         Some(Err(wait)) => Some(wait),
         None => None,
     };
@@ -498,7 +515,7 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         return op;
     }
 
-    relabel(o, verdicts).or(refused).unwrap_or(Operation::Nothing)
+    relabel(o, verdicts, false).or(refused).unwrap_or(Operation::Nothing)
 }
 
 /// The first wanted replica that is up, not errant and not replicating from the primary
@@ -581,10 +598,12 @@ fn reseed(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Result<Opera
     Some(Ok(Operation::Reseed { ordinal: name, why }))
 }
 
-/// Labels that differ from the verdicts, the primary label given last: applied in this
-/// order, no two pods are ever labelled primary at once (applied by ordinal, a new
-/// primary 0 was labelled while the old one, 1, still was: porcupine saw reads of both).
-fn relabel(o: &Observed, verdicts: &[Verdict]) -> Option<Operation> {
+/// Labels that differ from the verdicts, the primary label given last unless
+/// `primary_first`: applied in this order, no two pods are ever labelled primary at once
+/// (applied by ordinal, a new primary 0 was labelled while the old one, 1, still was:
+/// porcupine saw reads of both). `primary_first` only where the other one serves the same
+/// data as the new primary and stops serving before the new one takes writes.
+fn relabel(o: &Observed, verdicts: &[Verdict], primary_first: bool) -> Option<Operation> {
     let mut changes: Vec<(u32, Option<Role>)> = o
         .members
         .iter()
@@ -592,7 +611,7 @@ fn relabel(o: &Observed, verdicts: &[Verdict]) -> Option<Operation> {
         .filter(|(m, v)| m.pod != PodState::Missing && m.role_label.as_deref() != v.role.map(Role::label))
         .map(|(m, v)| (m.ordinal, v.role))
         .collect();
-    changes.sort_by_key(|(_, role)| *role == Some(Role::Primary));
+    changes.sort_by_key(|(_, role)| (*role == Some(Role::Primary)) != primary_first);
     (!changes.is_empty()).then_some(Operation::Relabel { changes })
 }
 

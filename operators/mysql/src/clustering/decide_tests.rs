@@ -103,6 +103,36 @@ fn a_new_primary_takes_writes_only_once_the_service_no_longer_leads_to_the_forme
 }
 
 #[test]
+fn after_a_hand_over_the_new_primary_is_labelled_before_the_old_one_loses_its_label() {
+    // 0 handed over to 1 (read-only, all applied): both serve the same data until 1 takes
+    // writes, so 1 is labelled first and the read-write Service never lists nobody.
+    let mut o = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-10"), replica(2, 0, "0-100-10")]);
+    o.members[0].pod = PodState::Terminating;
+    server(&mut o.members[0]).read_only = true;
+    o.members[1] = primary(1, "0-100-10");
+    o.members[1].role_label = Some("replica".into());
+    server(&mut o.members[1]).read_only = true;
+    o.recorded_primary = Some(1);
+    let changes = |o: &Observed| match op(o) {
+        Operation::Relabel { changes } => changes,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(changes(&o).first(), Some(&(1, Some(Role::Primary))));
+    // Stopped in its pod being deleted: the same.
+    o.members[0].server = ServerState::Refused("connection refused".into());
+    assert_eq!(changes(&o).first(), Some(&(1, Some(Role::Primary))));
+    // Unanswering (it may be paused, and wake up writable): its label goes first.
+    o.members[0].server = ServerState::Unreachable("no answer".into());
+    assert_eq!(changes(&o).last(), Some(&(1, Some(Role::Primary))));
+    // Answering with a transaction 1 lacks: the same.
+    o.members[0] = primary(0, "0-100-11");
+    o.members[0].pod = PodState::Terminating;
+    server(&mut o.members[0]).read_only = true;
+    o.deposed = Some(0);
+    assert_eq!(changes(&o).last(), Some(&(1, Some(Role::Primary))));
+}
+
+#[test]
 fn a_new_primary_takes_writes_before_its_replicas_are_pointed_at_it() {
     // Just handed over from 0 (being deleted): 1 is the recorded primary and labelled, still
     // read-only; 2 had its receiver from 0 stopped. A replica that connected before 1's

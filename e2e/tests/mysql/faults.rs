@@ -1,7 +1,10 @@
 //! The MySQL fault suite: faults injected into a 3-server cluster while four clients insert
 //! through the read-write Service, each scenario repeated `FAULT_RUNS` times; after each run
 //! no acknowledged write may be lost and every replica's tables must equal the primary's.
-//! Figures go to `results/e2e/mysql-faults.jsonl`. The faults themselves (pauses,
+//! Figures go to `results/e2e/mysql-faults.jsonl`. Each scenario runs on two worker
+//! threads: the faults are injected with blocking calls (`kubectl`, `kill`), which on a
+//! single-threaded runtime froze the writers too, and a slow `kubectl` then counted as
+//! writes unavailable (4.5 s once, for an eviction). The faults themselves (pauses,
 //! partitions, crashes, the API server stopped) are `statecraft_e2e::faults`; the pause and
 //! the operator partition also run porcupine-checked register clients
 //! ([`Registers`](super::registers::Registers)).
@@ -239,7 +242,7 @@ const REGISTERS: &str = "4 register clients read (SELECT), write (INSERT ... ON 
 /// finds the [`Registers`]' history linearizable: the resumed zombie neither acknowledged a
 /// write the new primary lacks nor answered a read with a value the new primary had
 /// already replaced.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
 async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
     fault_scenario_with(
@@ -261,7 +264,7 @@ async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
 /// and porcupine finds the [`Registers`]' history linearizable: the old primary, still
 /// reachable by clients, neither acknowledged a write after the failover nor answered a
 /// read with a value the new primary had already replaced.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (faults act on host network namespaces): make cluster-up"]
 async fn mysql_fault_operator_cut_off_from_the_primary() -> TestResult {
     fault_scenario_with(
@@ -358,7 +361,7 @@ impl Workload for HandOver {
 /// of failing over from a server that is shutting down. Checked: a switchover, not a
 /// failover, and no hook timed out; no acknowledged write lost; replicas identical to the
 /// primary. The write gap is the figure (target: at most 1 s).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_fault_primary_evicted_hands_over_before_its_server_stops() -> TestResult {
     fault_scenario_with(
@@ -375,7 +378,7 @@ async fn mysql_fault_primary_evicted_hands_over_before_its_server_stops() -> Tes
 /// gracefully (a rolling node replacement): the leader gives its Lease up as it stops,
 /// the standby takes over, and the primary, held up by its preStop hook, is handed over.
 /// Checked: a switchover, not a failover; nothing lost; replicas identical.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_fault_operator_leader_and_primary_deleted_together() -> TestResult {
     fault_scenario_with(
@@ -448,7 +451,7 @@ impl Db {
 /// fallback within the day-long timeout), so no write is acknowledged that only the
 /// primary holds, and writes resume once the partition heals. Checked: no failover, no
 /// acknowledged write lost, replicas identical; the write gap is the partition's length.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (faults act on host network namespaces): make cluster-up"]
 async fn mysql_fault_primary_cut_off_from_its_replicas() -> TestResult {
     fault_scenario_with(
@@ -467,7 +470,7 @@ async fn mysql_fault_primary_cut_off_from_its_replicas() -> TestResult {
 /// Service; the isolated server's last commits were never acknowledged (no replica
 /// received them), and once it is back it is demoted (errant, then re-seeded). Checked:
 /// no acknowledged write lost, replicas identical.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (faults act on host network namespaces): make cluster-up"]
 async fn mysql_fault_primary_isolated_from_everything() -> TestResult {
     fault_scenario(
@@ -489,7 +492,7 @@ async fn mysql_fault_primary_isolated_from_everything() -> TestResult {
 /// restarted server is still down, `PodCrashLooping` once the kubelet backs its restarts
 /// off) and keep the primary until it answers again, 20 s later. Checked: no failover and
 /// at least one such refusal Event; no acknowledged write lost; replicas identical.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
 async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() -> TestResult {
     fault_scenario_with(
@@ -521,7 +524,7 @@ async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() 
 /// writing. When the API returns, the operator takes its Lease again and finds the
 /// cluster as it left it. Checked: no failover; no acknowledged write lost; replicas
 /// identical; the write gap is the figure (expected: none beyond ordinary latency).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (stops its kube-apiserver process): make cluster-up"]
 async fn mysql_fault_api_server_stopped_for_a_minute() -> TestResult {
     fault_scenario_with(
@@ -558,7 +561,7 @@ impl Db {
 /// finds the primary's pod gone or not started, and fails over at once; or the old
 /// primary is back first and made writable again. Either way writes resume with nothing
 /// lost. The write gap is the figure (target: at most 5 s).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the local cluster (faults act on host processes): make cluster-up"]
 async fn mysql_fault_operator_leader_and_primary_killed_together() -> TestResult {
     fault_scenario(

@@ -14,7 +14,7 @@
 //!   machine, so clock skew between nodes cannot cause two leaders. A standby watches the
 //!   Lease between its attempts, so it sees each renewal as it is written (not up to a
 //!   retry period later, which would make a dead leader's Lease last that much longer), and
-//!   tries again the moment the Lease expires.
+//!   tries again the moment the Lease expires or is given up.
 //! - Every write uses the Lease's `resourceVersion`, so of two candidates racing for an
 //!   expired Lease exactly one succeeds.
 //! - On a clean shutdown the holder releases the Lease, so a standby takes over within one
@@ -268,7 +268,13 @@ impl LeaderElector {
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => return,
                 event = events.next() => match event {
-                    Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease))) => self.see(&lease),
+                    Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease))) => {
+                        self.see(&lease);
+                        // Given up (its holder shut down): take it now, not at the next retry.
+                        if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).is_none_or(str::is_empty) {
+                            return;
+                        }
+                    }
                     Some(Ok(WatchEvent::Bookmark(_))) => {}
                     // Closed, deleted or failed: the next round reads the Lease and opens
                     // the watch again from there.

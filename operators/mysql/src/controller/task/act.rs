@@ -14,7 +14,7 @@ use statecraft_shared::cluster_loop::{Acted, Next};
 use statecraft_shared::reason::{Common, Reason};
 use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::super::upgrade::{self, Gates};
 use super::super::{Context, backup, reseed, scheduled};
@@ -74,7 +74,7 @@ pub async fn act(
             next = Next::After(ROUTES_RECHECK);
         }
     } else if let Some(wait) = handover_starts_in(op, o, memory, Instant::now()) {
-        info!(cluster = %name, ms = wait.as_millis() as u64, "the primary's pod is being deleted: the hand-over starts once the Service's routes have settled from the deletion");
+        debug!(cluster = %name, ms = wait.as_millis() as u64, "the primary's pod is being deleted: the hand-over starts once the Service's routes have settled from the deletion");
         next = Next::After(wait);
     } else if let Some((reason, note)) = describe(op, names) {
         memory.waits.clear();

@@ -511,27 +511,22 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         None => None,
     };
 
-    if let Some(op) = configure_replica(o, p, verdicts) {
-        return op;
-    }
-
-    relabel(o, verdicts, false).or(refused).unwrap_or(Operation::Nothing)
-}
-
-/// The first wanted replica that is up, not errant and not replicating from the primary
-/// `p`, to be pointed at it. One whose receiver is (re)connecting to the right source is
-/// given time: reconfiguring it would only restart the connection attempt.
-fn configure_replica(o: &Observed, p: &Member, verdicts: &[Verdict]) -> Option<Operation> {
-    o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas).find_map(|m| {
-        let v = verdicts.iter().find(|v| v.ordinal == m.ordinal)?;
-        let s = m.server.up()?;
-        (v.errant.is_none()
+    // Replicas that are up, not errant and not replicating from the primary. One whose
+    // receiver is (re)connecting to the right source is given time: reconfiguring it would
+    // only restart the connection attempt.
+    for m in o.members.iter().filter(|m| m.ordinal != p.ordinal && m.ordinal < o.replicas) {
+        let (Some(v), Some(s)) = (verdict(m.ordinal), m.server.up()) else { continue };
+        if v.errant.is_none()
             && !v.healthy
             && !matches!(m.pod, PodState::Terminating)
             && !connecting_to(s, p)
-            && !o.recently_configured.contains(&(m.ordinal, p.ordinal)))
-        .then_some(Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal })
-    })
+            && !o.recently_configured.contains(&(m.ordinal, p.ordinal))
+        {
+            return Operation::ConfigureReplica { ordinal: m.ordinal, source: p.ordinal };
+        }
+    }
+
+    relabel(o, verdicts, false).or(refused).unwrap_or(Operation::Nothing)
 }
 
 /// The first replica due for a re-seed (opted in, errant or broken for long enough), as

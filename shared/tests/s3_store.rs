@@ -25,6 +25,12 @@ async fn server() -> S3Server {
     server
 }
 
+/// What the server logged for its first failures: a 500 carries no message, the log has
+/// the I/O error (e.g. "No space left on device").
+fn first_errors(server: &S3Server) -> Vec<String> {
+    server.errors().into_iter().take(4).collect()
+}
+
 fn store(server: &S3Server, prefix: &str) -> S3Store {
     server.store(BUCKET, prefix).expect("store")
 }
@@ -49,7 +55,10 @@ async fn large_stream_round_trips_byte_for_byte() {
     let store = store(&server, "mysql/prod");
     let part_size = store.transfer_config().part_size as u64;
 
-    let receipt = store.upload("full.sql", PatternReader::new(42, len)).await.expect("upload");
+    let receipt = store
+        .upload("full.sql", PatternReader::new(42, len))
+        .await
+        .unwrap_or_else(|e| panic!("upload: {e:?}; the server's first errors: {:#?}", first_errors(&server)));
     assert_eq!(receipt.size, len);
     assert_eq!(receipt.parts as u64, len.div_ceil(part_size));
     assert_eq!(receipt.object_key, "mysql/prod/full.sql");
@@ -58,7 +67,10 @@ async fn large_stream_round_trips_byte_for_byte() {
     assert_eq!(std::fs::metadata(server.object_path(BUCKET, "mysql/prod/full.sql")).expect("object file").len(), len);
 
     let mut sink = HashingWriter::new();
-    let downloaded = store.download("full.sql", &mut sink, Some(&receipt.sha256)).await.expect("download");
+    let downloaded = store
+        .download("full.sql", &mut sink, Some(&receipt.sha256))
+        .await
+        .unwrap_or_else(|e| panic!("download: {e:?}; the server's first errors: {:#?}", first_errors(&server)));
     assert_eq!(sink.written(), len);
     assert_eq!(sink.sha256(), receipt.sha256);
     assert_eq!(downloaded.sha256, receipt.sha256);

@@ -9,6 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -30,7 +31,13 @@ pub struct S3Server {
     endpoint: String,
     access_key: String,
     secret_key: String,
+    errors: ErrorLog,
 }
+
+/// The server's ERROR log lines, kept so that a failing test can show why the server
+/// answered 500 (s3s-fs logs the I/O error and its source location; the response carries
+/// no message).
+type ErrorLog = Arc<Mutex<Vec<String>>>;
 
 impl S3Server {
     /// The s3s-fs binary: `$STATECRAFT_CACHE/bin/s3s-fs`, else
@@ -80,8 +87,9 @@ impl S3Server {
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(io::Error::other("s3s-fs: no stdout/stderr pipe"));
         };
+        let errors = ErrorLog::default();
         // Drain stderr for good so that the server never blocks on a full pipe.
-        tokio::spawn(forward_log(BufReader::new(stderr).lines()));
+        tokio::spawn(forward_log(BufReader::new(stderr).lines(), errors.clone()));
         let mut lines = BufReader::new(stdout).lines();
         let mut seen = Vec::new();
         let wait = async {
@@ -109,9 +117,9 @@ impl S3Server {
                 )));
             }
         };
-        tokio::spawn(forward_log(lines));
+        tokio::spawn(forward_log(lines, errors.clone()));
         tracing::debug!(%endpoint, root = %root.path().display(), "s3s-fs started");
-        Ok(S3Server { child, root, endpoint, access_key, secret_key })
+        Ok(S3Server { child, root, endpoint, access_key, secret_key, errors })
     }
 
     /// Base URL, e.g. `http://127.0.0.1:40123`.
@@ -132,6 +140,12 @@ impl S3Server {
     /// The server's data directory: one directory per bucket, one file per object.
     pub fn root(&self) -> &Path {
         self.root.path()
+    }
+
+    /// The ERROR events the server has logged so far: for a 500, the I/O error and where
+    /// in s3s-fs it happened (the response itself carries no message).
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
     }
 
     /// The server's process id.
@@ -188,10 +202,36 @@ impl S3Server {
     }
 }
 
-async fn forward_log<R: tokio::io::AsyncBufRead + Unpin>(mut lines: tokio::io::Lines<R>) {
+/// Forwards the server's log to `tracing` and keeps its ERROR events. s3s-fs logs in
+/// tracing's pretty format: an event is a header line (timestamp, level, target, message)
+/// followed by indented lines with its fields (the I/O error) and span trace.
+async fn forward_log<R: tokio::io::AsyncBufRead + Unpin>(mut lines: tokio::io::Lines<R>, errors: ErrorLog) {
+    /// Lines kept per event (the header, then the fields with the I/O error; the span
+    /// trace and the request dump after them are left out), and characters per line.
+    const EVENT_LINES: usize = 3;
+    const LINE_CHARS: usize = 240;
+    let short = |line: &str| line.trim_start().chars().take(LINE_CHARS).collect::<String>();
+    let mut event: Option<Vec<String>> = None;
+    let keep = |event: Option<Vec<String>>| {
+        if let Some(event) = event
+            && let Ok(mut errors) = errors.lock()
+        {
+            errors.push(event.join("\n"));
+        }
+    };
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::trace!(target: "s3s_fs", "{line}");
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(|c: char| c.is_ascii_digit()) {
+            keep(event.take());
+            if trimmed.split_whitespace().nth(1) == Some("ERROR") {
+                event = Some(vec![short(trimmed)]);
+            }
+        } else if let Some(event) = event.as_mut().filter(|e| e.len() < EVENT_LINES && !trimmed.is_empty()) {
+            event.push(short(trimmed));
+        }
     }
+    keep(event);
 }
 
 /// Hex from the standard library's randomly seeded hasher: unpredictable enough for test

@@ -5,6 +5,15 @@
 # used by tests. Safe to run again; each step skips what is already there.
 source "$(dirname "$0")/lib.sh"
 
+# Disk first: a full disk shows up much later as strange failures (a real S3 server
+# answering 500 to every part of a large upload). A cold `make test` writes about
+# $NEEDED_GB GB (the debug build, the operator images, the cluster's containers, caches).
+NEEDED_GB=30
+free_gb=$(df -P -BG "$ROOT" | awk 'NR==2 { sub("G", "", $4); print $4 }')
+if [ -n "$free_gb" ] && [ "$free_gb" -lt "$NEEDED_GB" ]; then
+  log "warning: only ${free_gb} GB free on $(df -P "$ROOT" | awk 'NR==2 { print $6 }'); a cold make test writes about ${NEEDED_GB} GB (less when caches are warm)"
+fi
+
 APT_PACKAGES=(
   # builds
   build-essential pkg-config cmake protobuf-compiler libprotobuf-dev libcurl4-openssl-dev ca-certificates openssl

@@ -9,7 +9,9 @@
 //!   the status.
 //! - [`topic`]: the KafkaTopic controller (create, grow, configure, report drift, delete per
 //!   the deletion policy).
+//! - [`metrics`]: what the tasks observe, as `statecraft_kafka_*` series.
 
+pub mod metrics;
 pub mod reconcile;
 pub mod task;
 pub mod topic;
@@ -22,11 +24,11 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
-use statecraft_shared::Result;
 use statecraft_shared::cluster_loop::Loops;
 use statecraft_shared::runner::Runtime;
 use statecraft_shared::statefulset::NAME_LABEL;
 use statecraft_shared::tokio_util::sync::CancellationToken;
+use statecraft_shared::{Error, Result};
 
 use crate::api::KafkaCluster;
 use crate::names::APP_NAME;
@@ -35,15 +37,19 @@ use crate::names::APP_NAME;
 pub struct Context {
     /// The runner's runtime (client, namespace, events, metrics).
     pub rt: Arc<Runtime>,
+    /// The clusters' metrics, fed by the tasks.
+    pub metrics: metrics::KafkaMetrics,
     /// The per-cluster tasks, supervised: a panic restarts the task with a Warning Event.
     loops: Loops<KafkaCluster>,
 }
 
 impl Context {
     /// A context whose tasks stop with `shutdown`.
-    pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Self {
+    pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
+        let metrics = metrics::KafkaMetrics::register(&rt.metrics.registry)
+            .map_err(|e| Error::Permanent(format!("registering the Kafka metrics: {e}")))?;
         let loops = Loops::new(rt.clone(), shutdown);
-        Context { rt, loops }
+        Ok(Context { rt, metrics, loops })
     }
 
     /// Starts the task of `name` (if it is not running for this `uid`) and wakes it.
@@ -55,6 +61,7 @@ impl Context {
     /// Stops the task of `name` (the cluster is being deleted).
     pub fn stop_task(&self, name: &str) {
         self.loops.stop(name);
+        self.metrics.forget(name);
     }
 }
 
@@ -68,7 +75,7 @@ pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         .owns(Api::<Service>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<ConfigMap>::namespaced(client.clone(), &ns), owned.clone())
         .owns(Api::<PodDisruptionBudget>::namespaced(client, &ns), owned);
-    let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone()));
+    let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone())?);
     tokio::join!(
         rt.run_controller("kafkacluster", clusters, ctx, reconcile::reconcile, shutdown.clone()),
         topic::run(rt.clone(), shutdown),

@@ -1,6 +1,6 @@
 //! What a pass reports: the status (cluster id, whether the quorum is bootstrapped, quorum,
-//! nodes, partition health, bootstrap address, phase, conditions), an Event when a wait
-//! begins, and a Warning Event when a node comes back with new storage.
+//! nodes, partition health, bootstrap address, phase, conditions), the same as metrics, an
+//! Event when a wait begins, and a Warning Event when a node comes back with new storage.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,6 +52,9 @@ pub async fn report(
         status.cluster_id.get_or_insert(seen);
     }
     fill_status(status, cluster, o, roll);
+    let to_roll =
+        o.pods.values().filter(|p| o.targets.get(&p.pool).is_none_or(|t| p.revision.as_ref() != Some(t))).count();
+    ctx.metrics.observe(&cluster.name_any(), status, to_roll);
     let now: BTreeMap<i32, String> =
         status.nodes.iter().filter_map(|n| Some((n.id, n.directory_id.clone()?))).collect();
     for (id, before, after) in storage_replaced(&memory.directories, &now) {

@@ -4,10 +4,7 @@
 //! where Prometheus cannot scrape the pods. Registered on the operator's `/metrics` with
 //! the `statecraft_kafka_` prefix.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{IntGaugeVec, Opts, Registry};
 use statecraft_shared::metrics::{ClusterFamily, PhaseGauge};
 use statecraft_shared::reason::{Common, Reason};
 
@@ -44,13 +41,12 @@ pub struct KafkaMetrics {
     broker_fenced: ClusterFamily<IntGaugeVec>,
     nodes_to_roll: ClusterFamily<IntGaugeVec>,
     quorum_has_leader: ClusterFamily<IntGaugeVec>,
+    quorum_leader_epoch: ClusterFamily<IntGaugeVec>,
     quorum_voters: ClusterFamily<IntGaugeVec>,
     quorum_caught_up_voters: ClusterFamily<IntGaugeVec>,
+    voter_caught_up: ClusterFamily<IntGaugeVec>,
     quorum_lag: ClusterFamily<IntGaugeVec>,
-    controller_changes: ClusterFamily<IntCounterVec>,
     partitions: ClusterFamily<IntGaugeVec>,
-    /// The active controller last observed per cluster, to count changes.
-    controllers: Mutex<HashMap<String, i32>>,
 }
 
 /// The `state` label of `partitions`: each is a count of the status.
@@ -84,7 +80,13 @@ impl KafkaMetrics {
             )?,
             quorum_has_leader: gauge(
                 "quorum_has_leader",
-                "1 when the metadata quorum has a leader (an active controller).",
+                "1 when a controller answered as the metadata quorum's leader (the active controller); 0 when none \
+                 did (only the leader answers DescribeQuorum).",
+                &cluster,
+            )?,
+            quorum_leader_epoch: gauge(
+                "quorum_leader_epoch",
+                "The metadata quorum's leader epoch: it grows by one with every election.",
                 &cluster,
             )?,
             quorum_voters: gauge("quorum_voters", "Voters of the metadata quorum.", &cluster)?,
@@ -93,20 +95,15 @@ impl KafkaMetrics {
                 "Voters that fetched up to the leader's end within controller.quorum.fetch.timeout.ms.",
                 &cluster,
             )?,
+            voter_caught_up: gauge(
+                "quorum_voter_caught_up",
+                "1 when the voter fetched up to the leader's end within controller.quorum.fetch.timeout.ms.",
+                &["cluster", "node"],
+            )?,
             quorum_lag: gauge(
                 "quorum_replica_lag_records",
                 "Records of the metadata log a replica is behind the quorum's leader.",
                 &["cluster", "node", "voter"],
-            )?,
-            controller_changes: ClusterFamily::register(
-                registry,
-                IntCounterVec::new(
-                    Opts::new(
-                        "controller_changes_total",
-                        "Changes of the active controller this operator process observed.",
-                    ),
-                    &cluster,
-                )?,
             )?,
             partitions: gauge(
                 "partitions",
@@ -114,14 +111,15 @@ impl KafkaMetrics {
                  (acks=all producers cannot write), offline (no leader).",
                 &["cluster", "state"],
             )?,
-            controllers: Mutex::default(),
         })
     }
 
-    /// Records what a pass reported of `cluster`: its status and how many nodes are still
-    /// to be rolled. A figure the pass could not observe (no controller answered, no
-    /// broker listed the topics) is removed rather than left at its last value.
-    pub fn observe(&self, cluster: &str, status: &KafkaClusterStatus, nodes_to_roll: usize) {
+    /// Records what a pass reported of `cluster`: its status, whether a controller answered
+    /// as the quorum's leader this pass (`status.quorum` keeps the last answer), and how many
+    /// nodes are still to be rolled. A figure the pass could not observe (the quorum when no
+    /// leader answered, partitions when no broker listed the topics) is removed rather than
+    /// left at its last value.
+    pub fn observe(&self, cluster: &str, status: &KafkaClusterStatus, leader_answered: bool, nodes_to_roll: usize) {
         if let Some(phase) = &status.phase {
             self.phase.set(cluster, phase);
         }
@@ -139,13 +137,22 @@ impl KafkaMetrics {
         self.broker_fenced.retain(cluster, listed);
         self.nodes_to_roll.with(&[cluster]).set(nodes_to_roll as i64);
 
-        match &status.quorum {
+        match status.quorum.as_ref().filter(|_| leader_answered) {
             Some(q) => {
                 self.quorum_has_leader.with(&[cluster]).set(i64::from(q.leader_id.is_some()));
+                match q.leader_epoch {
+                    Some(epoch) => self.quorum_leader_epoch.with(&[cluster]).set(i64::from(epoch)),
+                    None => self.quorum_leader_epoch.remove(&[cluster]),
+                }
                 self.quorum_voters.with(&[cluster]).set(q.voters.len() as i64);
                 self.quorum_caught_up_voters
                     .with(&[cluster])
                     .set(q.voters.iter().filter(|v| v.caught_up).count() as i64);
+                let voters: Vec<String> = q.voters.iter().map(|v| v.id.to_string()).collect();
+                for (v, id) in q.voters.iter().zip(&voters) {
+                    self.voter_caught_up.with(&[cluster, id]).set(i64::from(v.caught_up));
+                }
+                self.voter_caught_up.retain(cluster, |labels| labels.get(1).is_some_and(|id| voters.contains(id)));
                 let replicas = q.voters.iter().map(|r| (r, "true")).chain(q.observers.iter().map(|r| (r, "false")));
                 let mut seen = Vec::new();
                 for (r, voter) in replicas {
@@ -156,19 +163,16 @@ impl KafkaMetrics {
                     }
                 }
                 self.quorum_lag.retain(cluster, |labels| seen.contains(labels));
-                if let Some(leader) = q.leader_id {
-                    let before = self.controllers().insert(cluster.to_owned(), leader);
-                    let counter = self.controller_changes.with(&[cluster]);
-                    if before.is_some_and(|b| b != leader) {
-                        counter.inc();
-                    }
-                }
             }
             None => {
-                // No controller answered: the quorum is unknown, not leaderless.
-                for family in [&self.quorum_has_leader, &self.quorum_voters, &self.quorum_caught_up_voters] {
+                // Only the leader answers DescribeQuorum: no answer is no active controller
+                // as far as anyone can tell (KafkaNoActiveController fires on it, except
+                // while the cluster is created). What only the leader knows is unknown.
+                self.quorum_has_leader.with(&[cluster]).set(0);
+                for family in [&self.quorum_leader_epoch, &self.quorum_voters, &self.quorum_caught_up_voters] {
                     family.remove(&[cluster]);
                 }
+                self.voter_caught_up.forget(cluster);
                 self.quorum_lag.forget(cluster);
             }
         }
@@ -190,20 +194,15 @@ impl KafkaMetrics {
             &self.broker_fenced,
             &self.nodes_to_roll,
             &self.quorum_has_leader,
+            &self.quorum_leader_epoch,
             &self.quorum_voters,
             &self.quorum_caught_up_voters,
+            &self.voter_caught_up,
             &self.quorum_lag,
             &self.partitions,
         ] {
             family.forget(cluster);
         }
-        self.controller_changes.forget(cluster);
-        self.controllers().remove(cluster);
-    }
-
-    fn controllers(&self) -> std::sync::MutexGuard<'_, HashMap<String, i32>> {
-        // Each statement leaves the map consistent: recover from poisoning.
-        self.controllers.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -229,11 +228,12 @@ mod tests {
         QuorumReplica { id, log_end_offset: Some(100 - lag), lag: Some(lag), caught_up }
     }
 
-    fn status(leader: Option<i32>) -> KafkaClusterStatus {
+    fn status(leader: Option<i32>, epoch: i32) -> KafkaClusterStatus {
         KafkaClusterStatus {
             phase: Some("Degraded".into()),
             quorum: Some(QuorumStatus {
                 leader_id: leader,
+                leader_epoch: Some(epoch),
                 voters: vec![voter(0, 0, true), voter(1, 0, true), voter(2, 40, false)],
                 observers: vec![voter(100, 3, false)],
                 ..Default::default()
@@ -255,11 +255,11 @@ mod tests {
     }
 
     #[test]
-    fn a_pass_becomes_series_and_a_leader_change_is_counted() {
+    fn a_pass_becomes_series() {
         let metrics = Metrics::new("statecraft-kafka").expect("registry");
         let kafka = KafkaMetrics::register(&metrics.registry).expect("register");
-        kafka.observe("k", &status(Some(0)), 2);
-        kafka.observe("k", &status(Some(1)), 2);
+        kafka.observe("k", &status(Some(0), 7), true, 2);
+        kafka.observe("k", &status(Some(1), 8), true, 2);
         let text = metrics.render();
         let v = |s: &str| value(&text, s);
         assert_eq!(v(r#"statecraft_kafka_cluster_phase{cluster="k",phase="Degraded"}"#), Some(1.0));
@@ -274,25 +274,30 @@ mod tests {
             v(r#"statecraft_kafka_quorum_replica_lag_records{cluster="k",node="100",voter="false"}"#),
             Some(3.0)
         );
-        assert_eq!(v(r#"statecraft_kafka_controller_changes_total{cluster="k"}"#), Some(1.0));
+        assert_eq!(v(r#"statecraft_kafka_quorum_leader_epoch{cluster="k"}"#), Some(8.0));
+        assert_eq!(v(r#"statecraft_kafka_quorum_voter_caught_up{cluster="k",node="2"}"#), Some(0.0));
+        assert_eq!(v(r#"statecraft_kafka_quorum_has_leader{cluster="k"}"#), Some(1.0));
         assert_eq!(v(r#"statecraft_kafka_partitions{cluster="k",state="under_min_isr"}"#), Some(1.0));
         assert_eq!(v(r#"statecraft_kafka_nodes_to_roll{cluster="k"}"#), Some(2.0));
     }
 
     #[test]
-    fn what_a_pass_could_not_see_is_removed_and_a_deleted_cluster_forgotten() {
+    fn no_leader_answering_is_no_active_controller_and_what_a_pass_could_not_see_is_removed() {
         let metrics = Metrics::new("statecraft-kafka").expect("registry");
         let kafka = KafkaMetrics::register(&metrics.registry).expect("register");
-        kafka.observe("k", &status(Some(0)), 0);
+        kafka.observe("k", &status(Some(0), 7), true, 0);
+        // The status keeps the last quorum; this pass no leader answered.
         let blind = KafkaClusterStatus {
-            quorum: None,
             under_min_isr_partitions: None,
             nodes: vec![node(0, NodeRole::Controller, false, None)],
-            ..status(None)
+            ..status(Some(0), 7)
         };
-        kafka.observe("k", &blind, 0);
+        kafka.observe("k", &blind, false, 0);
         let text = metrics.render();
+        assert_eq!(value(&text, r#"statecraft_kafka_quorum_has_leader{cluster="k"}"#), Some(0.0), "{text}");
         assert!(!text.contains("statecraft_kafka_quorum_voters{"), "{text}");
+        assert!(!text.contains("statecraft_kafka_quorum_leader_epoch{"), "{text}");
+        assert!(!text.contains("statecraft_kafka_quorum_voter_caught_up{"), "{text}");
         assert!(!text.contains("statecraft_kafka_quorum_replica_lag_records{"), "{text}");
         assert!(!text.contains(r#"state="under_min_isr""#), "{text}");
         assert!(!text.contains(r#"node="101""#), "a node no longer listed: {text}");

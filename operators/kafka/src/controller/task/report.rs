@@ -54,7 +54,7 @@ pub async fn report(
     fill_status(status, cluster, o, roll);
     let to_roll =
         o.pods.values().filter(|p| o.targets.get(&p.pool).is_none_or(|t| p.revision.as_ref() != Some(t))).count();
-    ctx.metrics.observe(&cluster.name_any(), status, to_roll);
+    ctx.metrics.observe(&cluster.name_any(), status, o.kafka.quorum.is_some(), to_roll);
     let now: BTreeMap<i32, String> =
         status.nodes.iter().filter_map(|n| Some((n.id, n.directory_id.clone()?))).collect();
     for (id, before, after) in storage_replaced(&memory.directories, &now) {

@@ -8,7 +8,8 @@ source "$ROOT/e2e/cluster/env.sh"
 cd "$ROOT"
 
 started_here=false
-if [ ! -f "$CLUSTER_RUN/up" ]; then
+# A stale marker (the API server gone) counts as down: up.sh clears it.
+if ! cluster_is_up; then
   started_here=true
   trap '"$ROOT/e2e/cluster/down.sh"' EXIT
   "$ROOT/e2e/cluster/up.sh"

@@ -26,3 +26,13 @@ CONTAINERD_SOCK="$CLUSTER_RUN/containerd/containerd.sock"
 HOSTPATH_DIR="/tmp/hostpath_pv"
 # Image names (PAUSE_IMAGE, COREDNS_IMAGE, ...): one place for all of them.
 source "$ROOT/deploy/images/images.env"
+
+# cluster_is_up: the cluster is marked up and its API server still runs. /run can outlive the
+# processes (a restored machine, or someone killed them), so the marker alone is not enough.
+cluster_is_up() {
+  [ -f "$CLUSTER_RUN/up" ] || return 1
+  local pid
+  pid=$(cat "$CLUSTER_RUN/kube-apiserver.pid" 2>/dev/null || true)
+  # The pid may have been reused by another process since: check its name too.
+  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = kube-apiserver ]
+}

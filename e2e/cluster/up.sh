@@ -10,14 +10,13 @@ source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/pki.sh"
 HERE="$ROOT/e2e/cluster"
 
+if cluster_is_up; then
+  log "the local cluster is already up: KUBECONFIG=$KUBECONFIG_PATH (make cluster-down removes it)"
+  exit 0
+fi
 if [ -f "$CLUSTER_RUN/up" ]; then
-  pid=$(cat "$CLUSTER_RUN/kube-apiserver.pid" 2>/dev/null || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    log "the local cluster is already up: KUBECONFIG=$KUBECONFIG_PATH (make cluster-down removes it)"
-    exit 0
-  fi
-  # /run outlived the processes (a restored machine, or someone killed them): tear down
-  # what is left (mounts, iptables, the bridge) before starting again.
+  # Marked up but the API server is gone: tear down what is left (mounts, iptables, the
+  # bridge) before starting again.
   log "the local cluster was marked up but its API server is gone: bringing it down first"
   "$HERE/down.sh"
 fi

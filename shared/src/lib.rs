@@ -37,6 +37,7 @@ pub mod cluster_loop;
 pub mod deploy;
 pub mod error;
 pub mod events;
+pub mod exposition;
 pub mod finalizer;
 pub mod insight;
 pub mod leader;

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use statecraft_etcd::build::{APP_NAME, INSTANCE_LABEL, METRICS_PORT, NAME_LABEL, Names};
 use statecraft_etcd::controller::metrics::{EtcdMetrics, PHASES};
-use statecraft_etcd::insight::exposition::Series;
 use statecraft_etcd::insight::{Abnormality, Detector, Kind, ScrapeError, fetch, scrape};
 use statecraft_etcd::membership::{Alarm, Member, MemberState, Observed, Step};
+use statecraft_shared::exposition::Series;
 use statecraft_shared::metrics::Metrics;
 use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
 use statecraft_shared::testing::{binary, free_port, log_tail};

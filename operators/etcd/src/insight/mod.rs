@@ -11,7 +11,6 @@
 //! ```
 
 pub mod detector;
-pub mod exposition;
 pub mod sample;
 pub mod scrape;
 

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::exposition::Series;
+use statecraft_shared::exposition::Series;
 
 /// etcd's counter of leader changes this member has seen since it started.
 pub const LEADER_CHANGES: &str = "etcd_server_leader_changes_seen_total";
@@ -136,7 +136,7 @@ fn histogram(series: &[Series], name: &'static str) -> Result<Histogram, Missing
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::insight::exposition::parse;
+    use statecraft_shared::exposition::parse;
 
     fn h(buckets: &[(f64, f64)]) -> Histogram {
         Histogram::from_buckets(buckets.iter().copied()).expect("valid histogram")

@@ -13,9 +13,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use super::exposition::{self, ParseError, Series};
 use super::sample::{MissingSeries, Sample};
 use crate::build::{METRICS_PORT, Names};
+use statecraft_shared::exposition::{self, ParseError, Series};
 
 /// How long one scrape may take in all: well under the ~10 s between two scrapes.
 pub const TIMEOUT: Duration = Duration::from_secs(5);

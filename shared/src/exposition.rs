@@ -1,5 +1,5 @@
-//! A parser of the Prometheus text exposition format (version 0.0.4), as etcd serves it on
-//! `/metrics`. Only sample lines matter here: comments (`# HELP`, `# TYPE`) are skipped,
+//! A parser of the Prometheus text exposition format (version 0.0.4), as etcd and Kafka's
+//! JMX exporter serve it on `/metrics`. Only sample lines matter here: comments (`# HELP`, `# TYPE`) are skipped,
 //! since a histogram's `_bucket`, `_sum` and `_count` series are recognisable by name.
 
 /// One sample line: `name{label="value",...} value [timestamp]`.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Resolves the Kafka jars of deploy/images/kafka/pom.xml (broker/controller, tools, log4j 2)
-# from Maven Central into $CACHE/kafka/<version>-<hash of the pom>/libs, and points
-# $CACHE/kafka/current at that directory. The Kafka operator's integration tests start real
+# from Maven Central into $CACHE/kafka/<version>-<hash of the pom>/libs, the Prometheus JMX
+# exporter's javaagent into .../agent/jmx_prometheus_javaagent.jar (off Kafka's classpath),
+# and points $CACHE/kafka/current at that directory. The Kafka operator's integration tests start real
 # Kafka processes from `$CACHE/kafka/current/libs` (`java -cp 'libs/*' kafka.Kafka ...`); the
 # image recipe copies the same jars. Idempotent: a `.done` marker records a complete resolve,
 # so a second run does nothing but print the path.
@@ -29,6 +30,12 @@ else
   # stdout is the path alone: what mvn says goes to stderr.
   mvn -B -q -Dstyle.color=never -f "$POM" -Dkafka.version="$version" dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$dir/libs" >&2
+  agent_version="$(sed -n 's:.*<jmx-exporter.version>\(.*\)</jmx-exporter.version>.*:\1:p' "$POM")"
+  [ -n "$agent_version" ] || { echo "no <jmx-exporter.version> in $POM" >&2; exit 1; }
+  mvn -B -q -Dstyle.color=never dependency:copy \
+    -Dartifact="io.prometheus.jmx:jmx_prometheus_javaagent:$agent_version" \
+    -DoutputDirectory="$dir/agent" -Dmdep.stripVersion=true >&2
+  [ -f "$dir/agent/jmx_prometheus_javaagent.jar" ] || { echo "the JMX exporter agent was not copied" >&2; exit 1; }
   # The harness runs these two classes; a pom that lost them must fail here, not in a test.
   classes="$(for jar in "$dir"/libs/*.jar; do unzip -Z1 "$jar"; done)"
   for class in kafka.Kafka kafka.tools.StorageTool; do

@@ -8,7 +8,7 @@ BASE=debian
 CMD=(/opt/kafka/bin/kafka-server-start /opt/kafka/config/server.properties)
 USER_ID=1000:1000
 WORKDIR=/opt/kafka
-PORTS=(9092/tcp 9093/tcp)
+PORTS=(9092/tcp 9093/tcp 9404/tcp)
 ENV=(LANG=C.UTF-8 KAFKA_HOME=/opt/kafka)
 IMAGE_PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -51,8 +51,10 @@ pre_install() {
 
 populate() {
   local k="$ROOTFS/opt/kafka" tool name class
-  install -d -m 0755 "$k/bin" "$k/config" "$k/libs"
+  install -d -m 0755 "$k/bin" "$k/config" "$k/libs" "$k/agent"
   install -m 0644 "$KAFKA_LIBS"/*.jar "$k/libs/"
+  # The Prometheus JMX exporter, off Kafka's classpath (kafka-server-start loads it).
+  install -m 0644 "$KAFKA_LIBS/../agent/jmx_prometheus_javaagent.jar" "$k/agent/"
   install -m 0755 "$RECIPE_DIR/kafka-run-class" "$RECIPE_DIR/kafka-server-start" "$k/bin/"
   ln -s kafka-run-class "$k/bin/kafka-run-class.sh"
   ln -s kafka-server-start "$k/bin/kafka-server-start.sh"
@@ -63,7 +65,7 @@ populate() {
     ln -s "$name" "$k/bin/$name.sh"
   done
   install -m 0644 "$RECIPE_DIR/server.properties" "$RECIPE_DIR/log4j2.properties" \
-    "$RECIPE_DIR/tools-log4j2.properties" "$k/config/"
+    "$RECIPE_DIR/tools-log4j2.properties" "$RECIPE_DIR/jmx-exporter.yaml" "$k/config/"
   install -d -m 0755 -o 1000 -g 1000 "$ROOTFS/var/lib/kafka" "$ROOTFS/var/lib/kafka/data"
   # The JVM must start in the image (it needs /proc: in_chroot mounts it).
   in_chroot "$ROOTFS" java -version 2>&1 | head -n1 >&2

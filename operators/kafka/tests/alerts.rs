@@ -6,20 +6,36 @@
 //! - that file and `deploy/kafka/grafana-dashboard.json` use only metrics (and, in label
 //!   matchers and `by`/`on` clauses, only labels and values) that the operator really
 //!   registers; the dashboard shows every operator metric;
-//! - `deploy/kafka/podmonitor.yaml` scrapes the port the operator's Deployment names.
+//! - the rules and the dashboard use only `kafka_*` and `jvm_*` metrics that a real Kafka
+//!   node exports through the JMX exporter with the image's `jmx-exporter.yaml` (a
+//!   combined node from the Maven jars, the agent as the image loads it);
+//! - `deploy/kafka/podmonitor.yaml` scrapes the port the operator's Deployment names, and
+//!   the nodes' `metrics` port with the labels the rules assume.
 //!
 //! The checks are the shared ones ([`statecraft_shared::testing::monitoring`]); this file
 //! names the files and feeds the real registries (the shared RED metrics and the clusters'
-//! metrics) with statuses that give every vector its series. No network.
+//! metrics) with statuses that give every vector its series.
+
+#[allow(dead_code, reason = "the harness is shared with tests/admin.rs and tests/topics.rs; this file needs its jars")]
+mod support;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use statecraft_kafka::api::{KafkaClusterStatus, NodeRole, NodeStatus, QuorumReplica, QuorumStatus};
+use statecraft_kafka::build::statefulset::{METRICS_PORT_ENV, METRICS_PORT_NAME};
+use statecraft_kafka::build::{CLUSTER_LABEL, ROLE_LABEL};
 use statecraft_kafka::controller::metrics::{KafkaMetrics, phases};
+use statecraft_shared::exposition::{Series, parse};
 use statecraft_shared::metrics::Metrics;
 use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
+use statecraft_shared::testing::{free_port, log_tail};
 
 const OPERATOR: &str = "the operator";
+const KAFKA: &str = "Kafka";
+/// Labels the nodes' PodMonitor adds to Kafka's own series (checked against the file).
+const NODE_LABELS: [&str; 2] = ["cluster", "role"];
 const RULES: Rules = Rules {
     path: "deploy/kafka/prometheus-rules.yaml",
     name: "statecraft-kafka",
@@ -39,6 +55,9 @@ const RULES: Rules = Rules {
         "statecraft_kafka_leader",
         "statecraft_kafka_task_restarts_total",
         "statecraft_kafka_reconcile_errors_total",
+        "kafka_network_requestmetrics_totaltimems",
+        "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent",
+        "jvm_memory_pool_collection_used_bytes",
     ],
 };
 const DASHBOARD: Dashboard = Dashboard {
@@ -119,7 +138,108 @@ fn registered() -> Catalogue {
 
     let mut catalogue = Catalogue::new(&CLOSED_LABELS);
     catalogue.add_registry(OPERATOR, &metrics.registry);
+    catalogue.scrape_adds(KAFKA, &NODE_LABELS);
+    for s in kafka_series() {
+        catalogue.add_series(KAFKA, &s.name, s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
     catalogue
+}
+
+// ---------------------------------------------------------------------------------------
+// A real Kafka node with the JMX exporter.
+
+/// What the image's `kafka-server-start` adds for `KAFKA_METRICS_PORT`: the exporter's
+/// javaagent on that port with the image's rules.
+fn agent_option(port: u16) -> String {
+    let agent = support::kafka_libs().join("../agent/jmx_prometheus_javaagent.jar");
+    assert!(agent.exists(), "no {}: run scripts/install-kafka-jars.sh (part of `make deps`) first", agent.display());
+    let rules = root().join("deploy/images/kafka/jmx-exporter.yaml");
+    format!("-javaagent:{}={port}:{}", agent.display(), rules.display())
+}
+
+/// Every series a combined Kafka node (broker and controller, one JVM) exports through the
+/// JMX exporter once it leads its quorum and has produced to a topic, read once for all
+/// tests. The process is killed when read.
+fn kafka_series() -> &'static [Series] {
+    static SERIES: OnceLock<Vec<Series>> = OnceLock::new();
+    SERIES.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("statecraft-kafka-jmx-").tempdir().expect("temporary directory");
+        let port = || free_port().expect("a free port");
+        let (broker, controller, metrics) = (port(), port(), port());
+        let properties = dir.path().join("server.properties");
+        std::fs::write(
+            &properties,
+            format!(
+                "process.roles=broker,controller\nnode.id=0\n\
+                 controller.quorum.bootstrap.servers=127.0.0.1:{controller}\n\
+                 listeners=PLAINTEXT://127.0.0.1:{broker},CONTROLLER://127.0.0.1:{controller}\n\
+                 advertised.listeners=PLAINTEXT://127.0.0.1:{broker}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+                 log.dirs={}\noffsets.topic.replication.factor=1\n\
+                 num.network.threads=2\nnum.io.threads=2\nbackground.threads=2\nlog.cleaner.threads=1\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .expect("writing server.properties");
+        let classpath = format!("{}/*", support::kafka_libs().display());
+        let java = |args: &[&str], log: &Path| {
+            let out = std::fs::File::create(log).expect("log file");
+            std::process::Command::new("java")
+                .args(["-Xmx384m", "-cp", &classpath])
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(out.try_clone().expect("log file"))
+                .stderr(out)
+                .spawn()
+                .expect("starting java")
+        };
+        let config = properties.display().to_string();
+        let format = java(
+            &["kafka.tools.StorageTool", "format", "--standalone", "-t", "AAAAAAAAAAAAAAAAAAAAAA", "-c", &config],
+            &dir.path().join("format.log"),
+        )
+        .wait_with_output()
+        .expect("formatting");
+        assert!(format.status.success(), "format: {}", log_tail(&dir.path().join("format.log"), 20));
+        let log = dir.path().join("node.log");
+        let mut node = java(&[&agent_option(metrics), "kafka.Kafka", &config], &log);
+        let url = format!("127.0.0.1:{metrics}");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let series = loop {
+            let leads = |series: &[Series]| {
+                series
+                    .iter()
+                    .any(|s| s.name == "kafka_controller_kafkacontroller_activecontrollercount" && s.value == 1.0)
+                    && series.iter().any(|s| s.name == "kafka_server_replicamanager_underminisrpartitioncount")
+            };
+            if let Some(series) = get(&url, "/metrics").and_then(|text| parse(&text).ok())
+                && leads(&series)
+            {
+                break series;
+            }
+            if Instant::now() > deadline || node.try_wait().ok().flatten().is_some() {
+                let _ = node.kill();
+                panic!("Kafka with the JMX exporter did not export its metrics on {url}:\n{}", log_tail(&log, 30));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        let _ = node.kill();
+        let _ = node.wait();
+        series
+    })
+}
+
+/// A plain HTTP/1.0 GET on loopback: the body, or None.
+fn get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    (head.split_whitespace().nth(1) == Some("200")).then(|| body.to_owned())
 }
 
 #[test]
@@ -164,21 +284,29 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
     }
 }
 
-/// The PodMonitor selects the operator's pods by the label its Deployment gives them and
-/// scrapes the port the Deployment names `metrics`.
+/// The operator's PodMonitor selects its pods by the label its Deployment gives them and
+/// scrapes the port the Deployment names `metrics`; the nodes' PodMonitor selects every
+/// node pod by the cluster label, scrapes the port the StatefulSets name `metrics` and adds
+/// the labels the rules group Kafka's series by, from the pods' labels.
 #[test]
-fn the_pod_monitor_scrapes_the_operators_metrics_port() {
+fn the_pod_monitors_scrape_the_operator_and_the_nodes() {
     let read = |rel: &str| std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"));
-    let monitor: serde_json::Value =
-        serde_norway::from_str(&read("deploy/kafka/podmonitor.yaml")).expect("podmonitor.yaml is YAML");
-    let selector = &monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"];
-    assert_eq!(selector, "statecraft-kafka");
-    let endpoints = monitor["spec"]["podMetricsEndpoints"].as_array().expect("endpoints");
+    let docs = |rel: &str| -> Vec<serde_json::Value> {
+        read(rel)
+            .split("\n---")
+            .map(|doc| serde_norway::from_str::<serde_json::Value>(doc).unwrap_or_else(|e| panic!("{rel}: {e}")))
+            .filter(|doc| !doc.is_null())
+            .collect()
+    };
+    let monitors = docs("deploy/kafka/podmonitor.yaml");
+    assert_eq!(monitors.len(), 2, "{monitors:?}");
+    let operator = &monitors[0]["spec"];
+    assert_eq!(operator["selector"]["matchLabels"]["app.kubernetes.io/name"], "statecraft-kafka");
+    let endpoints = operator["podMetricsEndpoints"].as_array().expect("endpoints");
     assert_eq!(endpoints.iter().map(|e| &e["port"]).collect::<Vec<_>>(), ["metrics"]);
 
-    let deployment = read("deploy/kafka/operator.yaml")
-        .split("\n---")
-        .map(|doc| serde_norway::from_str::<serde_json::Value>(doc).expect("operator.yaml is YAML"))
+    let deployment = docs("deploy/kafka/operator.yaml")
+        .into_iter()
         .find(|doc| doc["kind"] == "Deployment")
         .expect("a Deployment in operator.yaml");
     let pod = &deployment["spec"]["template"];
@@ -191,4 +319,26 @@ fn the_pod_monitor_scrapes_the_operators_metrics_port() {
         .map(|p| &p["name"])
         .collect();
     assert!(ports.iter().any(|p| *p == "metrics"), "ports: {ports:?}");
+
+    let nodes = &monitors[1]["spec"];
+    let selected = &nodes["selector"]["matchExpressions"][0];
+    assert_eq!((&selected["key"], &selected["operator"]), (&CLUSTER_LABEL.into(), &"Exists".into()), "{nodes}");
+    let endpoint = &nodes["podMetricsEndpoints"][0];
+    assert_eq!(endpoint["port"], METRICS_PORT_NAME);
+    let meta = |label: &str| format!("__meta_kubernetes_pod_label_{}", label.replace(['.', '/', '-'], "_"));
+    let relabelled: Vec<(String, String)> = endpoint["relabelings"]
+        .as_array()
+        .expect("relabelings")
+        .iter()
+        .map(|r| {
+            (r["sourceLabels"][0].as_str().unwrap_or("").to_owned(), r["targetLabel"].as_str().unwrap_or("").to_owned())
+        })
+        .collect();
+    for (label, target) in [(CLUSTER_LABEL, NODE_LABELS[0]), (ROLE_LABEL, NODE_LABELS[1])] {
+        assert!(relabelled.contains(&(meta(label), target.to_owned())), "{label} -> {target}: {relabelled:?}");
+    }
+    // The StatefulSets name the port and set the variable the image's start script reads.
+    assert_eq!(METRICS_PORT_ENV, "KAFKA_METRICS_PORT");
+    let start = read("deploy/images/kafka/kafka-server-start");
+    assert!(start.contains("KAFKA_METRICS_PORT") && start.contains("jmx-exporter.yaml"), "{start}");
 }

@@ -410,7 +410,7 @@ pub enum MetadataVersionPolicy {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KafkaClusterStatus {
-    /// Summary: Pending, Formatting, Running, Rolling, Degraded, QuorumLost or Paused.
+    /// Summary: Bootstrap, NoActiveController, Rolling, Healthy, Degraded or Paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
 
@@ -545,8 +545,8 @@ pub struct NodeStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
 
-    /// Broker state Kafka reports: STARTING, RECOVERY, RUNNING, PENDING_CONTROLLED_SHUTDOWN,
-    /// SHUTTING_DOWN, or fenced.
+    /// The broker as the controllers have it: RUNNING (registered, unfenced), FENCED
+    /// (registered, held fenced) or NOT_REGISTERED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_state: Option<String>,
 

@@ -85,6 +85,13 @@ pub fn pod_labels(names: &Names, role: NodeRole) -> BTreeMap<String, String> {
     labels
 }
 
+/// Where each node serves Kafka's JMX metrics for Prometheus (the JMX exporter's usual port).
+pub const METRICS_PORT: i32 = 9404;
+/// The name of that container port, which `deploy/kafka/podmonitor.yaml` scrapes.
+pub const METRICS_PORT_NAME: &str = "metrics";
+/// The variable that makes the image's `kafka-server-start` load the exporter on a port.
+pub const METRICS_PORT_ENV: &str = "KAFKA_METRICS_PORT";
+
 /// The StatefulSet of `pool`, its pods annotated with `hash` ([`config::template_hash`]).
 pub fn statefulset(valid: &ValidCluster, names: &Names, pool: &Pool<'_>, hash: &str) -> StatefulSet {
     let role = pool.role;
@@ -96,17 +103,21 @@ pub fn statefulset(valid: &ValidCluster, names: &Names, pool: &Pool<'_>, hash: &
         // The node's address, advertised on a NodePort listener without a configured host.
         field_env("HOST_IP", "status.hostIP"),
     ];
-    let listener_env = |name: &str, port: Option<i32>| {
+    let port_env = |name: &str, port: Option<i32>| {
         port.map(|p| EnvVar { name: name.into(), value: Some(p.to_string()), ..Default::default() })
     };
     let listeners = &valid.spec.listeners;
     if is_broker(role) {
-        env.extend(listener_env(INTERNAL_PORT_ENV, Some(listeners.internal.port)));
-        env.extend(listener_env(EXTERNAL_PORT_ENV, listeners.external.as_ref().map(|e| e.port)));
+        env.extend(port_env(INTERNAL_PORT_ENV, Some(listeners.internal.port)));
+        env.extend(port_env(EXTERNAL_PORT_ENV, listeners.external.as_ref().map(|e| e.port)));
     }
     if let Some(heap) = heap_opts(pool.resources) {
         env.push(EnvVar { name: "KAFKA_HEAP_OPTS".into(), value: Some(heap), ..Default::default() });
     }
+    // Kafka's own JMX metrics on the `metrics` port (the image's kafka-server-start loads
+    // the Prometheus JMX exporter for it; an image without the agent starts without it).
+    env.extend(port_env(METRICS_PORT_ENV, Some(METRICS_PORT)));
+    let container_ports = ports.iter().copied().chain([(METRICS_PORT_NAME, METRICS_PORT)]);
     let container = Container {
         name: CONTAINER.into(),
         image: Some(valid.image.clone()),
@@ -114,11 +125,10 @@ pub fn statefulset(valid: &ValidCluster, names: &Names, pool: &Pool<'_>, hash: &
         command: Some(vec!["/bin/sh".into(), format!("{CONFIG_DIR}/{}", config::START_SCRIPT), role_name(role).into()]),
         env: Some(env),
         ports: Some(
-            ports
-                .iter()
+            container_ports
                 .map(|(name, number)| ContainerPort {
-                    name: Some((*name).into()),
-                    container_port: *number,
+                    name: Some(name.into()),
+                    container_port: number,
                     protocol: Some("TCP".into()),
                     ..Default::default()
                 })

@@ -370,7 +370,8 @@ fn pods_run_kafka_unprivileged_with_the_readiness_gate() {
     let controller = &pool(&o, NodeRole::Controller).statefulset;
     let env = kafka_container(controller).env.as_ref().unwrap();
     assert!(!env.iter().any(|e| e.name == "KAFKA_HEAP_OPTS"), "no limit: the image's heap");
-    assert!(!env.iter().any(|e| e.name.ends_with("_PORT")), "controllers listen on 9093 alone");
+    let ports: Vec<&str> = env.iter().filter(|e| e.name.ends_with("_PORT")).map(|e| e.name.as_str()).collect();
+    assert_eq!(ports, ["KAFKA_METRICS_PORT"], "controllers listen on 9093 alone, and serve their metrics");
     assert_eq!(pod_spec(controller).termination_grace_period_seconds, Some(60));
 }
 
@@ -415,8 +416,11 @@ fn probes_use_the_pools_main_port_and_allow_for_recovery() {
     let combined = build(combined(3));
     let c = kafka_container(&pool(&combined, NodeRole::Combined).statefulset);
     assert_eq!(c.readiness_probe.as_ref().unwrap().tcp_socket.as_ref().unwrap().port, IntOrString::Int(9092));
-    let ports: Vec<i32> = c.ports.as_ref().unwrap().iter().map(|p| p.container_port).collect();
-    assert_eq!(ports, [9092, 9093]);
+    let ports: Vec<(&str, i32)> =
+        c.ports.as_ref().unwrap().iter().map(|p| (p.name.as_deref().unwrap(), p.container_port)).collect();
+    assert_eq!(ports, [("internal", 9092), ("controller", 9093), ("metrics", 9404)]);
+    let env = c.env.as_ref().unwrap();
+    assert!(env.iter().any(|e| e.name == "KAFKA_METRICS_PORT" && e.value.as_deref() == Some("9404")), "{env:?}");
 }
 
 #[test]

@@ -27,10 +27,12 @@ use statecraft_e2e::{Cluster, E2eError, Provider, TestNamespace, wait_until};
 use statecraft_kafka::KafkaOperator;
 use statecraft_kafka::admin::Admin;
 use statecraft_kafka::api::{KafkaCluster, KafkaClusterStatus, KafkaTopic, NodeRole};
-use statecraft_kafka::build::{CLUSTER_LABEL, statefulset::CONTAINER};
+use statecraft_kafka::build::CLUSTER_LABEL;
+use statecraft_kafka::build::statefulset::{CONTAINER, METRICS_PORT};
 use statecraft_kafka::metadata_version;
 use statecraft_kafka::nodes::node_id;
 use statecraft_kafka::observed::ConfigResource;
+use statecraft_shared::runner::Operator;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 type TestResult = Result<(), Error>;
@@ -398,6 +400,58 @@ fn record(v: &Value) -> Option<Record> {
     })
 }
 
+impl KafkaRef {
+    /// The operator replica holding the Lease exports what its task observed of this
+    /// cluster: every node serving, a quorum of 3 caught-up voters with a leader, no offline
+    /// partition (waited for: the task exports after its pass). The shared RED metrics are
+    /// there too. And every broker exports Kafka's own metrics on its `metrics` port (the
+    /// image's JMX exporter).
+    async fn metrics_show_the_cluster_serving(&self) -> Result<(), Error> {
+        for ip in self.broker_ips().await? {
+            let addr = format!("{ip}:{METRICS_PORT}");
+            let text = operator::http_get(&addr, "/metrics").await.ok_or_else(|| format!("no /metrics on {addr}"))?;
+            for name in ["kafka_server_replicamanager_underminisrpartitioncount ", "jvm_memory_used_bytes{"] {
+                if !text.lines().any(|l| l.starts_with(name)) {
+                    return Err(format!("{addr}/metrics has no {name}").into());
+                }
+            }
+        }
+        let cluster = format!("cluster=\"{}\"", self.name);
+        let want: Vec<(String, &str)> = [0, 1, 2, 100, 101, 102]
+            .iter()
+            .map(|id| (format!("statecraft_kafka_node_ready{{{cluster},node=\"{id}\","), "1"))
+            .chain([
+                (format!("statecraft_kafka_quorum_has_leader{{{cluster}}}"), "1"),
+                (format!("statecraft_kafka_quorum_voters{{{cluster}}}"), "3"),
+                (format!("statecraft_kafka_quorum_caught_up_voters{{{cluster}}}"), "3"),
+                (format!("statecraft_kafka_partitions{{{cluster},state=\"offline\"}}"), "0"),
+                (format!("statecraft_kafka_cluster_phase{{{cluster},phase=\"Healthy\"}}"), "1"),
+                ("statecraft_kafka_reconciles_total{controller=\"kafkacluster\",result=\"success\"}".to_owned(), ""),
+            ])
+            .collect();
+        let missing = |text: &str| -> Vec<String> {
+            want.iter()
+                .filter(|(series, value)| {
+                    !text.lines().any(|l| {
+                        l.starts_with(series.as_str()) && (value.is_empty() || l.ends_with(&format!(" {value}")))
+                    })
+                })
+                .map(|(series, value)| format!("{series} {value}"))
+                .collect()
+        };
+        wait_until(Duration::from_secs(60), "the operator's metrics to show the cluster serving", || async {
+            let pods = operator::metrics(&self.cluster, &self.namespace, KafkaOperator::NAME).await.ok()?;
+            let leader = pods.iter().find(|(_, text)| text.lines().any(|l| l == "statecraft_kafka_leader 1"))?;
+            missing(&leader.1).is_empty().then_some(())
+        })
+        .await
+        .map_err(|e| -> Error {
+            format!("{e}; the series expected: {:?}", want.iter().map(|(s, v)| format!("{s} {v}")).collect::<Vec<_>>())
+                .into()
+        })
+    }
+}
+
 async fn evidence(test: &str, criteria: &[&str]) -> Result<Evidence, Error> {
     Ok(Evidence::start(&Cluster::connect().await?, "kafka", test, criteria).await?)
 }
@@ -412,14 +466,18 @@ async fn evidence(test: &str, criteria: &[&str]) -> Result<Evidence, Error> {
 /// partition is ever below min.insync.replicas; then metadata.version finalized to the new
 /// release's level), L2.version-checks (the downgrade back is refused in status with a
 /// Warning Event, no pod touched), L1.config (a cluster-wide dynamic key of the spec set on
-/// every broker, no pod restarted, the new generation observed).
+/// every broker, no pod restarted, the new generation observed), L4.metrics (the operator's
+/// leader exports every node serving, the quorum and the partition health it observed; each
+/// broker exports Kafka's own metrics).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records() -> TestResult {
     let test = "kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records";
-    let ev =
-        evidence(test, &["L1.install", "L1.config", "L2.operand-upgrade", "L2.rolling-restart", "L2.version-checks"])
-            .await?;
+    let ev = evidence(
+        test,
+        &["L1.install", "L1.config", "L2.operand-upgrade", "L2.rolling-restart", "L2.version-checks", "L4.metrics"],
+    )
+    .await?;
     let (previous, built) = (version_of("KAFKA_PREVIOUS_IMAGE")?, version_of("KAFKA_IMAGE")?);
     let new_image = kafka_image()?;
     let cluster = Cluster::connect().await?;
@@ -451,6 +509,7 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     // Formatted with the newest metadata.version of its release, which Auto leaves alone.
     assert_eq!(s.observed_version.as_deref(), Some(previous), "{s:?}");
     assert_eq!(s.finalized_metadata_version.as_deref(), Some(newest_metadata_of(previous)?), "{s:?}");
+    kafka.metrics_show_the_cluster_serving().await?;
 
     let topic_seconds = kafka.create_topic().await?;
 

@@ -81,7 +81,7 @@ impl Operator for KafkaOperator {
     }
 
     /// Only what a test shows: the e2e roll and reconfiguration (`e2e/tests/kafka.rs`) and the static checks of
-    /// the CRDs, the Role, the Deployment and the sample objects (`sample_objects`). Topics, upgrades, metrics
+    /// the CRDs, the Role, the Deployment and the sample objects (`sample_objects`). Kafka's own JMX metrics
     /// and the rest of issue 15 come with their tests.
     fn capabilities() -> Vec<&'static str> {
         vec![
@@ -109,6 +109,12 @@ impl Operator for KafkaOperator {
             "L3.resources",
             "L3.pdb",
             "L3.spread",
+            // Level 4: the clusters' quorum, nodes, partition health and roll as metrics
+            // (exported by the leader, checked in the e2e), alerts with runbooks
+            // (deploy/kafka/prometheus-rules.yaml, docs/runbooks/kafka/), the dashboard.
+            "L4.metrics",
+            "L4.alerts",
+            "L4.dashboard",
         ]
     }
 

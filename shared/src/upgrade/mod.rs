@@ -133,10 +133,11 @@ pub use execute::{Action, DEFAULT_RESTART_TIMEOUT, Gate, Step, UpgradeGates, nex
 pub use plan::{Member, PendingRestart, Plan, Role, plan};
 pub use progress::{InFlightMember, UpgradeBlock, UpgradeProgress};
 
-/// A pass's rolling-upgrade step as the per-cluster loop takes it: the engine's action (for
-/// the Progressing condition) and whether to pass again at once. A failed step is logged and
-/// counts as none: the rest of the pass goes on, and the next pass tries again.
-pub fn taken(step: crate::Result<Option<(Action, bool)>>, cluster: &str) -> (Option<Action>, bool) {
+/// A pass's rolling-upgrade step as the per-cluster loop takes it: the step (the engine's
+/// action, for the Progressing condition, or what an operator makes of it) and whether to pass
+/// again at once. A failed step is logged and counts as none: the rest of the pass goes on,
+/// and the next pass tries again.
+pub fn taken<S>(step: crate::Result<Option<(S, bool)>>, cluster: &str) -> (Option<S>, bool) {
     match step {
         Ok(Some((action, again))) => (Some(action), again),
         Ok(None) => (None, false),

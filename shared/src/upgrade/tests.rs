@@ -656,6 +656,6 @@ fn a_failed_roll_step_counts_as_none_and_a_taken_one_says_whether_to_pass_again(
     let restart = Action::Restart { member: "db-1".into() };
     assert_eq!(super::taken(Ok(Some((restart.clone(), true))), "db"), (Some(restart), true));
     assert_eq!(super::taken(Ok(Some((Action::Done, false))), "db"), (Some(Action::Done), false));
-    assert_eq!(super::taken(Ok(None), "db"), (None, false));
-    assert_eq!(super::taken(Err(crate::Error::NotLeading), "db"), (None, false));
+    assert_eq!(super::taken::<Action>(Ok(None), "db"), (None, false));
+    assert_eq!(super::taken::<Action>(Err(crate::Error::NotLeading), "db"), (None, false));
 }

@@ -16,15 +16,16 @@ use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
 
 use super::super::Context;
-use super::Memory;
 use super::decide::{Decision, Finalize};
 use super::observe::{Observation, Pool};
+use super::{Memory, Rolled};
 use crate::admin::Admin;
 use crate::api::{KafkaCluster, KafkaClusterStatus};
 use crate::build;
 use crate::observed::ConfigResource;
 use crate::reason::Kafka;
 use crate::roll;
+use crate::roll::stall;
 
 /// How long an admin call of `act` may take.
 const ADMIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -38,7 +39,7 @@ pub async fn act(
     decision: &Decision,
     memory: &mut Memory,
     status: &mut KafkaClusterStatus,
-) -> Result<Acted<Option<Action>>> {
+) -> Result<Acted<Option<Rolled>>> {
     let mut next = Next::Later;
     for (pod, serving) in &decision.gates {
         match set_gate(ctx, pod, *serving).await {
@@ -88,14 +89,14 @@ pub async fn act(
         // Kafka did not say enough this pass to gate a restart: no roll step.
         return Ok(Acted { next, done: None });
     };
-    let (action, again) = statecraft_shared::upgrade::taken(
+    let (rolled, again) = statecraft_shared::upgrade::taken(
         roll_step(ctx, cluster, snapshot, memory, status).await,
         &cluster_name(cluster),
     );
     if again {
         next = Next::Now;
     }
-    Ok(Acted { next, done: action })
+    Ok(Acted { next, done: rolled })
 }
 
 fn cluster_name(cluster: &KafkaCluster) -> String {
@@ -197,6 +198,17 @@ fn level_name(level: i16) -> String {
     crate::metadata_version::name(level).map_or_else(|| format!("level {level}"), str::to_owned)
 }
 
+/// Whether the roll's `action` is a wait, whose Event says what `report` says, and if so
+/// whether that Event is a Warning: a closed gate, or any wait past its deadline, is; a node
+/// not back yet from its restart is not.
+fn wait_event(action: &Action, report: &stall::Report) -> Option<bool> {
+    match action {
+        Action::Blocked { .. } => Some(true),
+        Action::WaitFor { .. } => Some(report.stalled_for.is_some()),
+        Action::Restart { .. } | Action::Replan { .. } | Action::Done => None,
+    }
+}
+
 /// One step of the roll: the shared engine over Kafka's order and gates.
 async fn roll_step(
     ctx: &Context,
@@ -204,7 +216,7 @@ async fn roll_step(
     snapshot: &roll::Snapshot,
     memory: &mut Memory,
     status: &mut KafkaClusterStatus,
-) -> Result<Option<(Action, bool)>> {
+) -> Result<Option<(Rolled, bool)>> {
     let rt = &ctx.rt;
     let members = snapshot.members();
     let in_progress =
@@ -222,18 +234,46 @@ async fn roll_step(
         let note = format!("restarting {member} on the new revision");
         rt.events.normal_about_pod(cluster, member, Common::RestartMember, "Upgrade", note).await;
     }
-    // A wait is one Event when it begins, not one a pass.
-    match &step.action {
-        Action::WaitFor { reason, message, .. } => {
-            memory.waits.publish(&rt.events, cluster, *reason, message, false).await;
-        }
-        Action::Blocked { reason, message, .. } => {
-            memory.waits.publish(&rt.events, cluster, *reason, message, true).await;
-        }
-        _ => memory.waits.clear(),
-    }
     let again = matches!(step.action, Action::Replan { .. } | Action::Restart { .. });
-    progress.advance(&step, Utc::now());
+    let now = Utc::now();
+    progress.advance(&step, now);
+    let report = stall::report(&step.action, &progress, now, stall::STALL_AFTER);
+    // A wait is one Event when it begins, and one more if it outlasts its deadline, not one
+    // a pass.
+    match wait_event(&step.action, &report) {
+        Some(warning) => memory.waits.publish(&rt.events, cluster, report.reason, &report.message, warning).await,
+        None => memory.waits.clear(),
+    }
     status.upgrade = Some(progress);
-    Ok(Some((step.action, again)))
+    Ok(Some((Rolled { action: step.action, report }, again)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use statecraft_shared::reason::Common;
+
+    use super::*;
+
+    fn report(stalled_for: Option<Duration>) -> stall::Report {
+        let reason = if stalled_for.is_some() { Kafka::RollStalled.into() } else { Common::MemberNotReady.into() };
+        stall::Report { reason, message: "m".into(), stalled_for }
+    }
+
+    #[test]
+    fn a_closed_gate_or_a_stalled_wait_is_a_warning_a_node_coming_back_is_not() {
+        let blocked = Action::Blocked {
+            member: "k-broker-1".into(),
+            reason: Kafka::WouldDropBelowMinIsr.into(),
+            message: "m".into(),
+        };
+        let wait =
+            Action::WaitFor { member: "k-broker-0".into(), reason: Common::MemberNotReady.into(), message: "m".into() };
+        assert_eq!(wait_event(&blocked, &report(None)), Some(true));
+        assert_eq!(wait_event(&wait, &report(None)), Some(false));
+        assert_eq!(wait_event(&wait, &report(Some(Duration::from_secs(301)))), Some(true));
+        assert_eq!(wait_event(&Action::Restart { member: "k-broker-0".into() }, &report(None)), None);
+        assert_eq!(wait_event(&Action::Done, &report(None)), None);
+    }
 }

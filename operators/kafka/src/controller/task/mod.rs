@@ -19,6 +19,7 @@ use statecraft_shared::upgrade::Action;
 
 use super::Context;
 use crate::api::{KafkaCluster, KafkaClusterStatus};
+use crate::roll::stall;
 
 pub use decide::Decision;
 pub use observe::{NodePod, Observation, Pool, REVISION_LABEL};
@@ -39,6 +40,15 @@ impl Nodes {
     }
 }
 
+/// The roll's step of a pass: the engine's action and what the Progressing condition and
+/// the wait's Event say of it ([`stall::report`]: a wait past its deadline is `RollStalled`).
+pub struct Rolled {
+    /// The engine's action.
+    pub action: Action,
+    /// What it is reported as.
+    pub report: stall::Report,
+}
+
 /// What the task remembers between passes.
 #[derive(Default)]
 struct Memory {
@@ -57,7 +67,7 @@ impl ClusterLoop for Nodes {
     type Observation = Observation;
     type Decision = Decision;
     /// The roll's step, if one was taken.
-    type Done = Option<Action>;
+    type Done = Option<Rolled>;
 
     const NAME: &'static str = "nodes";
     const INTERVAL: Duration = PASS_INTERVAL;
@@ -80,7 +90,7 @@ impl ClusterLoop for Nodes {
         o: &Observation,
         decision: &Decision,
         status: &mut KafkaClusterStatus,
-    ) -> Result<Acted<Option<Action>>> {
+    ) -> Result<Acted<Option<Rolled>>> {
         act::act(&self.ctx, cluster, o, decision, &mut self.memory, status).await
     }
 
@@ -89,7 +99,7 @@ impl ClusterLoop for Nodes {
         cluster: &KafkaCluster,
         o: &Observation,
         _decision: &Decision,
-        roll: &Option<Action>,
+        roll: &Option<Rolled>,
         status: &mut KafkaClusterStatus,
     ) -> Result<()> {
         report::report(&self.ctx, cluster, o, roll.as_ref(), &mut self.memory, status).await;

@@ -10,9 +10,9 @@ use statecraft_shared::status::{ConditionType, set_condition};
 use statecraft_shared::upgrade::Action;
 
 use super::super::Context;
-use super::Memory;
 use super::decide::{caught_up_voter, min_isr, next_bootstrapped, serving};
 use super::observe::{Kafka, Observation, Pool};
+use super::{Memory, Rolled};
 use crate::api::{KafkaCluster, KafkaClusterStatus, NodeStatus, QuorumReplica, QuorumStatus};
 use crate::names::Names;
 use crate::reason::Kafka as Reasons;
@@ -22,7 +22,7 @@ pub async fn report(
     ctx: &Context,
     cluster: &KafkaCluster,
     o: &Observation,
-    roll: Option<&Action>,
+    roll: Option<&Rolled>,
     memory: &mut Memory,
     status: &mut KafkaClusterStatus,
 ) {
@@ -135,7 +135,7 @@ fn quorum_status(kafka: &Kafka) -> Option<QuorumStatus> {
     })
 }
 
-fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Observation, roll: Option<&Action>) {
+fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Observation, roll: Option<&Rolled>) {
     let generation = cluster.metadata.generation;
     let kafka = &o.kafka;
     let name = cluster.name_any();
@@ -183,7 +183,7 @@ fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Obse
     let ready_nodes = status.nodes.iter().filter(|n| n.ready).count() as i32;
     let quorum_ok = status.quorum.as_ref().is_some_and(|q| q.leader_id.is_some());
     let offline = status.offline_partitions.unwrap_or(0);
-    let rolling = roll.is_some_and(|a| *a != Action::Done);
+    let rolling = roll.is_some_and(|r| r.action != Action::Done);
     let all_ready = quorum_ok && ready_nodes == desired && status.nodes.len() as i32 == desired && offline == 0;
     let on_target = o.pods.values().all(|p| o.targets.get(&p.pool).is_some_and(|t| p.revision.as_ref() == Some(t)));
     let versions: BTreeSet<&str> = o.valid.iter().map(|v| v.spec.version.as_str()).collect();
@@ -239,8 +239,8 @@ fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Obse
         generation,
     );
     match roll.filter(|_| rolling) {
-        Some(action) => {
-            set_condition(c, ConditionType::Progressing, true, action.reason(), &action.message(), generation)
+        Some(Rolled { report, .. }) => {
+            set_condition(c, ConditionType::Progressing, true, report.reason, &report.message, generation)
         }
         None => set_condition(c, ConditionType::Progressing, false, Common::Idle, &message, generation),
     };

@@ -24,6 +24,19 @@ pub fn all() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+const PREVIOUS_OPERATOR_REF: &str = include_str!("../../deploy/images/previous-operator.ref");
+
+/// The commit whose build of operator image `id` (e.g. `statecraft-kafka`) the upgrade tests
+/// start from: its line in `deploy/images/previous-operator.ref`, which
+/// `scripts/build-previous-operator.sh` builds as `<image>:previous`.
+pub fn previous_commit(id: &str) -> Option<&'static str> {
+    PREVIOUS_OPERATOR_REF
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.split_once(' ').filter(|(i, _)| *i == id).map(|(_, commit)| commit.trim()))
+}
+
 /// `image` with its tag replaced by `tag` (`repo:old` → `repo:tag`).
 pub fn retagged(image: &str, tag: &str) -> String {
     format!("{}:{tag}", image.rsplit_once(':').map_or(image, |(repo, _)| repo))
@@ -64,6 +77,15 @@ mod tests {
         assert!(super::image("MARIADB_IMAGE").is_some_and(|i| i.contains("mariadb:")));
         assert!(super::all().len() >= 7);
         assert_eq!(super::image("NOPE"), None);
+    }
+
+    #[test]
+    fn every_operator_has_a_previous_build() {
+        for id in ["statecraft-mysql", "statecraft-kafka"] {
+            let commit = super::previous_commit(id).unwrap_or_default();
+            assert!(commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()), "{id}: {commit:?}");
+        }
+        assert_eq!(super::previous_commit("statecraft"), None);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use statecraft_e2e::evidence::Evidence;
 use statecraft_e2e::faults::{PodInfo, crash};
-use statecraft_e2e::images::image;
+use statecraft_e2e::images::{image, previous_commit, retagged};
 use statecraft_e2e::operator;
 use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::{Cluster, E2eError, Provider, TestNamespace, wait_until};
@@ -315,6 +315,30 @@ impl KafkaRef {
         let times: Vec<i64> = acked_events.iter().filter_map(|e| e["timestamp"].as_i64()).collect();
         assert_eq!(times.len(), acked.len(), "every acknowledgement has its time");
         Ok(Records { acked: acked.len(), failed, failures, longest_gap_seconds: longest_gap_ms(times) as f64 / 1000.0 })
+    }
+
+    /// Waits until each of the 3 brokers reports `key` = `value` (DescribeConfigs).
+    async fn wait_broker_config(&self, key: &str, value: &str) -> Result<(), E2eError> {
+        wait_until(Duration::from_secs(120), &format!("{key}={value} on every broker"), || async {
+            let brokers = self.brokers().await.ok()?;
+            for (id, ip) in &brokers {
+                let admin = Admin::connect(&format!("{ip}:9092"), Duration::from_secs(2)).await.ok()?;
+                let resource = ConfigResource::Broker(*id);
+                let mut configs = admin.describe_configs(std::slice::from_ref(&resource)).await.ok()?;
+                if configs.remove(&resource)?.remove(key)?.value.as_deref() != Some(value) {
+                    return None;
+                }
+            }
+            (brokers.len() == 3).then_some(())
+        })
+        .await
+    }
+
+    /// The generations of the two StatefulSets: a change of pod template raises them.
+    fn statefulset_generations(&self) -> Result<String, E2eError> {
+        let sets = [format!("{}-controller", self.name), format!("{}-broker", self.name)];
+        let path = "jsonpath={range .items[*]}{.metadata.name}={.metadata.generation} {end}";
+        self.kubectl(&["get", "statefulsets", &sets[0], &sets[1], "-o", path])
     }
 
     fn logs(&self, job: &str) -> Result<String, E2eError> {
@@ -628,20 +652,7 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     let mut with_config = kafka_cluster(&cluster, "kafka", built);
     with_config["spec"]["config"] = json!({ RETENTION_KEY: RETENTION });
     kafka.apply(&with_config)?;
-    wait_until(Duration::from_secs(120), &format!("{RETENTION_KEY}={RETENTION} on every broker"), || async {
-        let brokers = kafka.brokers().await.ok()?;
-        for (id, ip) in &brokers {
-            let admin = Admin::connect(&format!("{ip}:9092"), Duration::from_secs(2)).await.ok()?;
-            let resource = ConfigResource::Broker(*id);
-            let mut configs = admin.describe_configs(std::slice::from_ref(&resource)).await.ok()?;
-            let value = configs.remove(&resource)?.remove(RETENTION_KEY)?.value;
-            if value.as_deref() != Some(RETENTION) {
-                return None;
-            }
-        }
-        (brokers.len() == 3).then_some(())
-    })
-    .await?;
+    kafka.wait_broker_config(RETENTION_KEY, RETENTION).await?;
     let config_seconds = config_started.elapsed().as_secs_f64();
     eprintln!("kafka: {RETENTION_KEY} on every broker {config_seconds:.1}s after the apply");
     assert_eq!(kafka.node_pods().await?, pods_before, "no node pod replaced or restarted");
@@ -663,6 +674,86 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
         json!({
             "test": test,
             "method": "3 controllers + 3 brokers on the local cluster; VerifiableProducer (acks=all, idempotent) at 150 records/s while the upgrade from the previous Kafka release rolls every node; VerifiableConsumer reads the topic back; partitions below min ISR sampled every second with the admin client",
+            "figures": figures, "unix_time": unix_now(),
+        }),
+    );
+    kafka.delete_topic()?;
+    ev.pass(figures);
+    ns.pass();
+    Ok(())
+}
+
+/// Criteria: L2.operator-upgrade, L2.adoption (the operator built from an earlier commit,
+/// `deploy/images/previous-operator.ref`, makes a cluster of 3 controllers and 3 brokers and
+/// a KafkaTopic; replacing it with the current build keeps every node pod and both
+/// StatefulSets' pod templates untouched, and the new build runs the cluster: it exports
+/// every node serving, keeps the topic in sync, and applies a dynamic configuration change to
+/// every broker without a restart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and the previous build: make cluster-up && scripts/build-previous-operator.sh"]
+async fn kafka_operator_upgrade_adopts_clusters_of_the_previous_build_without_restarts() -> TestResult {
+    let test = "kafka_operator_upgrade_adopts_clusters_of_the_previous_build_without_restarts";
+    let ev = evidence(test, &["L2.operator-upgrade", "L2.adoption"]).await?;
+    let current = image("STATECRAFT_KAFKA_IMAGE").ok_or("STATECRAFT_KAFKA_IMAGE missing from images.env")?;
+    let previous = retagged(current, "previous");
+    let previous_commit = previous_commit("statecraft-kafka").ok_or("no statecraft-kafka in previous-operator.ref")?;
+    let built = version_of("KAFKA_IMAGE")?;
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "kafka-adopt").await?;
+    operator::install_image::<KafkaOperator>(&cluster, &ns.name, &previous)
+        .await
+        .map_err(|e| format!("installing {previous} (built by scripts/build-previous-operator.sh): {e}"))?;
+    let kafka = KafkaRef { cluster: cluster.clone(), namespace: ns.name.clone(), name: "kafka".into() };
+    kafka.apply(&kafka_cluster(&cluster, "kafka", built))?;
+    kafka.wait_converged(6, CONVERGE).await?;
+    kafka.create_topic().await?;
+    let pods_before = kafka.node_pods().await?;
+    assert_eq!(pods_before.len(), 6, "{pods_before:?}");
+    let generations_before = kafka.statefulset_generations()?;
+
+    let switched = Instant::now();
+    let deployment = format!("deployment/{}", KafkaOperator::NAME);
+    kafka.kubectl(&["set", "image", &deployment, &format!("operator={current}")])?;
+    kafka.kubectl(&["rollout", "status", &deployment, "--timeout=180s"])?;
+    // `rollout status` returns once the new replicas are available, while the old ones may
+    // still be terminating (and, until they are gone, may hold the Lease).
+    let selector = format!("app.kubernetes.io/name={}", KafkaOperator::NAME);
+    let path = "jsonpath={.items[*].spec.containers[0].image}";
+    wait_until(Duration::from_secs(120), "only the current build's operator pods left", || async {
+        let images = kafka.kubectl(&["get", "pods", "-l", &selector, "-o", path]).ok()?;
+        (!images.is_empty() && images.split_whitespace().all(|i| i == current)).then_some(())
+    })
+    .await?;
+    // The new build leads and has observed the cluster: its metrics show every node serving.
+    kafka.metrics_show_the_cluster_serving().await?;
+    let adoption_seconds = switched.elapsed().as_secs_f64();
+    // Time for the new build to act on anything it would change.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    kafka.wait_converged(6, Duration::from_secs(60)).await?;
+    assert_eq!(kafka.node_pods().await?, pods_before, "no node pod replaced or restarted");
+    assert_eq!(kafka.statefulset_generations()?, generations_before, "the StatefulSets' pod templates are untouched");
+
+    // And it is in charge: the topic stays in sync, and a dynamic key reaches every broker.
+    let topics: Api<KafkaTopic> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let topic = topics.get(TOPIC).await?.status.unwrap_or_default();
+    assert!(topic.conditions.iter().any(|c| c.type_ == "InSync" && c.status == "True"), "{topic:?}");
+    let mut with_config = kafka_cluster(&cluster, "kafka", built);
+    with_config["spec"]["config"] = json!({ RETENTION_KEY: RETENTION });
+    kafka.apply(&with_config)?;
+    kafka.wait_broker_config(RETENTION_KEY, RETENTION).await?;
+    kafka.wait_converged(6, Duration::from_secs(120)).await?;
+    assert_eq!(kafka.node_pods().await?, pods_before, "no node pod replaced or restarted by the change");
+
+    let figures = json!({
+        "previous_commit": previous_commit,
+        "seconds_until_the_new_build_exports_the_cluster_serving": adoption_seconds,
+        "node_pods_restarted": 0,
+    });
+    append_result(
+        "kafka-operator-upgrade.jsonl",
+        json!({
+            "test": test,
+            "method": "operator built from deploy/images/previous-operator.ref makes 3 controllers + 3 brokers and a KafkaTopic; kubectl set image to the current build; node pods' UIDs and restart counts and the StatefulSets' generations compared; then a dynamic key applied by the new build",
             "figures": figures, "unix_time": unix_now(),
         }),
     );

@@ -1582,16 +1582,13 @@ async fn mysql_operator_upgrade_adopts_clusters_of_the_previous_build_without_re
     let during: Vec<Attempt> = attempts.iter().filter(|a| a.at <= switchover_asked).copied().collect();
     let gap = longest_gap(&during, switched);
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
-    let previous_commit = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/images/previous-operator.ref"),
-    )
-    .unwrap_or_default();
+    let previous_commit = statecraft_e2e::images::previous_commit("statecraft-mysql").unwrap_or_default();
     append_result(
         "mysql-operator-upgrade.jsonl",
         json!({
             "test": "mysql_operator_upgrade_adopts_clusters_of_the_previous_build_without_restarts",
             "method": "operator built from deploy/images/previous-operator.ref makes a 3-server cluster; kubectl set image to the current build while one client inserts through the read-write Service; pods' UIDs and restart counts and the StatefulSet's generation compared; then a switchover on request",
-            "previous_commit": previous_commit.trim(),
+            "previous_commit": previous_commit,
             "seconds_until_the_new_build_runs_the_cluster": adoption_seconds,
             "longest_write_gap_while_replacing_the_operator_seconds": gap.as_secs_f64(),
             "acknowledged_writes": attempts.iter().filter(|a| a.acked).count(),
@@ -1599,7 +1596,7 @@ async fn mysql_operator_upgrade_adopts_clusters_of_the_previous_build_without_re
             "unix_time": unix_now(),
         }),
     );
-    ev.pass(json!({"previous_commit": previous_commit.trim(), "longest_write_gap_while_replacing_the_operator_seconds": gap.as_secs_f64(), "acknowledged_writes_lost": 0}));
+    ev.pass(json!({"previous_commit": previous_commit, "longest_write_gap_while_replacing_the_operator_seconds": gap.as_secs_f64(), "acknowledged_writes_lost": 0}));
     db.ns.pass();
     Ok(())
 }

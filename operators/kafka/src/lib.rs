@@ -103,6 +103,10 @@ impl Operator for KafkaOperator {
             "L2.operand-upgrade",
             "L2.rolling-restart",
             "L2.version-checks",
+            // The current build adopts a cluster of the previous one (deploy/images/
+            // previous-operator.ref) without restarting a node.
+            "L2.operator-upgrade",
+            "L2.adoption",
             // Level 3, what the builders guarantee: probes, resources passed through, a PDB
             // per pool, nodes spread over hosts.
             "L3.probes",

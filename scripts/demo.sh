@@ -49,7 +49,7 @@ YAML
 kubectl -n demo wait --for=condition=Ready mysqlcluster/demo --timeout=400s >/dev/null
 
 show kubectl -n demo get mysqlcluster demo
-show kubectl -n demo get pods -L mysql.statecraft.io/role
+show kubectl -n demo get pods -L mysql.statecraft.io/role,mysql.statecraft.io/reads
 show kubectl -n demo get services
 show kubectl -n demo get mysqlcluster demo -o jsonpath='{range .status.members[*]}{.name}{"\t"}{.role}{"\tready="}{.ready}{"\tgtid="}{.gtidExecuted}{"\n"}{end}'
 log "asking for a switchover to demo-2"
@@ -59,7 +59,7 @@ for _ in $(seq 60); do
   sleep 1
 done
 kubectl -n demo wait --for=condition=Ready mysqlcluster/demo --timeout=120s >/dev/null
-show kubectl -n demo get pods -L mysql.statecraft.io/role
+show kubectl -n demo get pods -L mysql.statecraft.io/role,mysql.statecraft.io/reads
 show kubectl -n demo get events --field-selector involvedObject.kind=MySQLCluster --sort-by=.lastTimestamp
 show kubectl -n demo get lease statecraft-mysql
 # What the demo just did, judged and recorded as evidence (L1.install, L4.events) for the

@@ -357,6 +357,8 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
     assert_eq!(status.read_write_service.as_deref(), Some("db-primary"));
     let labels = db.kubectl(&["get", "pods", "-l", "mysql.statecraft.io/role=replica", "-o", "name"])?;
     assert_eq!(labels.lines().count(), 2, "two pods labelled replica: {labels}");
+    let readers = db.kubectl(&["get", "pods", "-l", "mysql.statecraft.io/reads=true", "-o", "name"])?;
+    assert_eq!(readers, labels, "the replicas, and only they, serve reads");
     // Clients of the read-only Service reach both replicas: their readiness probe passes.
     db.replica_endpoints(2).await?;
     check_one_leader_exports_member_metrics(&db).await?;

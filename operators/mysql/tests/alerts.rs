@@ -60,6 +60,7 @@ fn member(ordinal: u32, role: Option<&str>, server: ServerState) -> Member {
         ordinal,
         pod: PodState::Running { ready: true },
         role_label: role.map(str::to_string),
+        reads_label: role == Some("replica"),
         address: (format!("db-{ordinal}"), 3306),
         server,
         unreachable_passes: 0,
@@ -113,7 +114,7 @@ fn registered() -> Catalogue {
         Operation::Fence { ordinals: vec![1, 2] },
         Operation::Promote { ordinal: 1, from: 0, received: String::new() },
         Operation::Switchover { from: 0, to: 1, terminating: false },
-        Operation::Relabel { changes: vec![(2, None)] },
+        Operation::Relabel { changes: vec![(2, None)], reads: vec![(2, false)] },
     ];
     for op in &operations {
         servers.operation("db", op, true);

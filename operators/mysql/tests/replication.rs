@@ -40,6 +40,8 @@ struct Rig {
     /// `status.deposedPrimary`.
     deposed: Option<u32>,
     labels: Vec<Option<String>>,
+    /// The read-only Service's label, per pod.
+    reads: Vec<bool>,
     switchover_to: Option<u32>,
     streaks: Streaks,
     restarts: Restarts,
@@ -69,6 +71,7 @@ impl Rig {
             recorded: None,
             deposed: None,
             labels: vec![None; n as usize],
+            reads: vec![false; n as usize],
             switchover_to: None,
             streaks: Streaks::default(),
             restarts: Restarts::default(),
@@ -82,6 +85,7 @@ impl Rig {
 
     fn targets(&mut self) -> Vec<Target> {
         let labels = self.labels.clone();
+        let reads = self.reads.clone();
         let terminating = self.terminating;
         self.servers
             .iter_mut()
@@ -93,6 +97,7 @@ impl Rig {
                     PodState::Running { ready: s.is_running() }
                 },
                 role_label: labels[s.ordinal as usize].clone(),
+                reads_label: reads[s.ordinal as usize],
                 endpoint: Endpoint { host: "127.0.0.1".into(), port: s.port },
                 address: ("127.0.0.1".into(), s.port),
             })
@@ -140,9 +145,12 @@ impl Rig {
                     self.recorded = Some(primary);
                     self.deposed = Some(deposed);
                 }
-                Ok(Effect::Relabel(changes)) => {
+                Ok(Effect::Relabel { changes, reads }) => {
                     for (i, role) in changes {
                         self.labels[i as usize] = role.map(|r| r.label().to_string());
+                    }
+                    for (i, serves) in reads {
+                        self.reads[i as usize] = serves;
                     }
                 }
                 Ok(Effect::None) => {}
@@ -691,6 +699,7 @@ async fn an_errant_transaction_on_a_replica_is_detected_and_quarantined() -> Tes
     assert!(errant.starts_with("0-101-"), "the errant GTID is replica 1's own: {errant}");
     assert_eq!(d.verdicts[1].role, None);
     assert_eq!(rig.labels[1], None, "no client traffic to the errant replica");
+    assert!(!rig.reads[1], "not in the read-only Service either");
     assert_eq!(d.health, Health::Degraded);
     let after = &rig.log[before..];
     assert!(

@@ -24,6 +24,14 @@ pub const ROLE_LABEL: &str = "mysql.statecraft.io/role";
 pub const ROLE_PRIMARY: &str = "primary";
 /// Value of [`ROLE_LABEL`] on a healthy replica.
 pub const ROLE_REPLICA: &str = "replica";
+/// Label, `"true"`, on the pods the read-only Service selects: healthy replicas, and a new
+/// primary until the read-write Service lists it. A label of its own, not the role's value,
+/// so that a promotion changes the read-write Service's EndpointSlice alone: kube-proxy
+/// applies a change no sooner than a second after its previous one, and when one label
+/// change moved a pod out of the read-only Service and into the read-write one, the
+/// read-write change waited out that second whenever kube-proxy took the read-only one
+/// first (4 of 20 evictions in e2e: writes stopped 1.3 - 1.5 s instead of 0.2 - 0.5 s).
+pub const READS_LABEL: &str = "mysql.statecraft.io/reads";
 
 pub use set::{INSTANCE_LABEL, NAME_LABEL, ordinal_of};
 
@@ -101,6 +109,12 @@ impl Names {
     pub fn role_selector(&self, role: &str) -> BTreeMap<String, String> {
         let mut labels = self.selector_labels();
         labels.insert(ROLE_LABEL.to_string(), role.to_string());
+        labels
+    }
+    /// Labels that select the pods serving reads (see [`READS_LABEL`]).
+    pub fn reads_selector(&self) -> BTreeMap<String, String> {
+        let mut labels = self.selector_labels();
+        labels.insert(READS_LABEL.to_string(), "true".to_string());
         labels
     }
 }

@@ -1,12 +1,16 @@
 //! The three Services: headless (stable pod DNS names, also for pods not ready yet),
-//! read-write (the pod labelled primary) and read-only (ready pods labelled replica).
+//! read-write (the pod labelled primary) and read-only (ready pods labelled as serving
+//! reads: the replicas, and a new primary for the moment until the read-write Service
+//! lists it, see [`super::READS_LABEL`]).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use statecraft_shared::statefulset as set;
 
-use super::{MYSQL_PORT, Names, ROLE_PRIMARY, ROLE_REPLICA};
+use super::{MYSQL_PORT, Names, ROLE_PRIMARY};
 use crate::validate::ValidSpec;
 
 fn port() -> Vec<ServicePort> {
@@ -25,7 +29,13 @@ pub fn headless_service(names: &Names) -> Service {
     set::headless_service(&names.set(), port())
 }
 
-fn client_service(valid: &ValidSpec, names: &Names, name: String, role: &str, publish_not_ready: bool) -> Service {
+fn client_service(
+    valid: &ValidSpec,
+    names: &Names,
+    name: String,
+    selector: BTreeMap<String, String>,
+    publish_not_ready: bool,
+) -> Service {
     let options = &valid.spec.service;
     Service {
         metadata: ObjectMeta {
@@ -34,7 +44,7 @@ fn client_service(valid: &ValidSpec, names: &Names, name: String, role: &str, pu
         },
         spec: Some(ServiceSpec {
             type_: Some(options.type_.as_str().into()),
-            selector: Some(names.role_selector(role)),
+            selector: Some(selector),
             ports: Some(port()),
             publish_not_ready_addresses: Some(publish_not_ready),
             ..Default::default()
@@ -49,21 +59,21 @@ fn client_service(valid: &ValidSpec, names: &Names, name: String, role: &str, pu
 /// added up to a probe period (5 s) to a failover whose new primary was not ready yet (in
 /// e2e, a killed primary restarted and reinstated: writes resumed 6.5-7.8 s after the kill).
 pub fn read_write_service(valid: &ValidSpec, names: &Names) -> Service {
-    client_service(valid, names, names.read_write_service(), ROLE_PRIMARY, true)
+    client_service(valid, names, names.read_write_service(), names.role_selector(ROLE_PRIMARY), true)
 }
 
-/// The read-only Service: selects ready pods labelled replica (errant or lagging replicas
-/// are unlabelled or not ready).
+/// The read-only Service: selects ready pods labelled as serving reads (errant or lagging
+/// replicas are unlabelled or not ready).
 pub fn read_only_service(valid: &ValidSpec, names: &Names) -> Service {
     // Only ready endpoints: a replica with broken replication drops out.
-    client_service(valid, names, names.read_only_service(), ROLE_REPLICA, false)
+    client_service(valid, names, names.read_only_service(), names.reads_selector(), false)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::{MySQLClusterSpec, ServiceOptions, ServiceType};
-    use crate::build::ROLE_LABEL;
+    use crate::build::{READS_LABEL, ROLE_LABEL};
     use crate::validate::tests::{spec, valid};
     use crate::validate::validate;
 
@@ -91,7 +101,9 @@ mod tests {
         let ro = read_only_service(&valid(), &names);
         assert_eq!(ro.metadata.name.as_deref(), Some("db-replicas"));
         let ro = ro.spec.unwrap();
-        assert_eq!(ro.selector.unwrap()[ROLE_LABEL], "replica");
+        let selector = ro.selector.unwrap();
+        assert_eq!(selector[READS_LABEL], "true");
+        assert!(!selector.contains_key(ROLE_LABEL), "a promotion leaves it in a later pass");
         assert_eq!(ro.publish_not_ready_addresses, Some(false));
     }
 

@@ -153,10 +153,14 @@ pub enum Operation {
         /// (see `super::routes`).
         terminating: bool,
     },
-    /// Put role labels right (`None` removes the label: no client traffic).
+    /// Put role labels right (`None` removes the label: no read-write traffic), then the
+    /// read-only Service's labels.
     Relabel {
-        /// Ordinal and the label it should carry.
+        /// Ordinal and the role label it should carry, in the order to apply them.
         changes: Vec<(u32, Option<Role>)>,
+        /// Ordinal and whether it should carry the read-only Service's label
+        /// ([`crate::build::READS_LABEL`]); applied with its role label, if it changes too.
+        reads: Vec<(u32, bool)>,
     },
     /// Re-seed a replica the user allowed to be: delete its data volume, then its pod, so
     /// that the StatefulSet makes both again and the new, empty server replicates the
@@ -607,7 +611,34 @@ fn relabel(o: &Observed, verdicts: &[Verdict], primary_first: bool) -> Option<Op
         .map(|(m, v)| (m.ordinal, v.role))
         .collect();
     changes.sort_by_key(|(_, role)| (*role == Some(Role::Primary)) != primary_first);
-    (!changes.is_empty()).then_some(Operation::Relabel { changes })
+    let reads: Vec<(u32, bool)> = o
+        .members
+        .iter()
+        .zip(verdicts)
+        .filter(|(m, _)| m.pod != PodState::Missing)
+        .filter_map(|(m, v)| {
+            let wanted = serves_reads(o, m, v);
+            (wanted != m.reads_label).then_some((m.ordinal, wanted))
+        })
+        .collect();
+    (!changes.is_empty() || !reads.is_empty()).then_some(Operation::Relabel { changes, reads })
+}
+
+/// Whether `m` should carry the read-only Service's label: a replica should, a member with
+/// no role should not, and a primary keeps the label it has until the read-write Service's
+/// EndpointSlices list it as primary. A promotion thus changes the read-write Service alone,
+/// and the read-only Service lets the new primary go a pass later (the read-write change
+/// never waits behind the read-only one in kube-proxy: see [`crate::build::READS_LABEL`]).
+/// Meanwhile the read-only Service may lead to the new primary, which has every write.
+fn serves_reads(o: &Observed, m: &Member, v: &Verdict) -> bool {
+    match v.role {
+        Some(Role::Replica) => true,
+        None => false,
+        Some(Role::Primary) => {
+            let listed = m.role_label.as_deref() == Some(Role::Primary.label()) && o.routed.contains(&m.ordinal);
+            m.reads_label && !listed
+        }
+    }
 }
 
 fn primary_down(o: &Observed, primary_ordinal: u32, primary: Option<&Member>) -> Operation {

@@ -295,6 +295,7 @@ impl Scenario {
                 ordinal: self.primary,
                 pod,
                 role_label: Some("primary".into()),
+                reads_label: false,
                 server: ServerState::Unreachable("connection refused".into()),
                 address: addr(self.primary),
                 unreachable_passes: match self.primary_down {
@@ -325,6 +326,7 @@ impl Scenario {
                 ordinal: s.ordinal,
                 pod: if d.terminating { PodState::Terminating } else { PodState::Running { ready: true } },
                 role_label: Some("replica".into()),
+                reads_label: true,
                 server: if d.reachable {
                     ServerState::Up(server)
                 } else {
@@ -492,7 +494,9 @@ fn names_only_members(o: &Observed, d: &Decision) -> Result<(), TestCaseError> {
             vec![*ordinal]
         }
         Operation::Switchover { from, to, .. } => vec![*from, *to],
-        Operation::Relabel { changes } => changes.iter().map(|(k, _)| *k).collect(),
+        Operation::Relabel { changes, reads } => {
+            changes.iter().map(|(k, _)| *k).chain(reads.iter().map(|(k, _)| *k)).collect()
+        }
     };
     prop_assert!(named.iter().all(known), "{:?} names a non-member in {:?}", d.operation, o);
     prop_assert_eq!(d.verdicts.len(), o.members.len());
@@ -665,16 +669,16 @@ fn server_state() -> impl Strategy<Value = ServerState> {
 fn member(ordinal: u32) -> impl Strategy<Value = Member> {
     let label =
         prop::option::of(prop_oneof![Just("primary".to_string()), Just("replica".to_string()), Just("x".into())]);
-    (pod_state(), label, server_state(), prop_oneof![Just(ordinal), self::ordinal()], any::<u32>()).prop_map(
-        move |(pod, role_label, server, address, unreachable_passes)| Member {
+    (pod_state(), label, any::<bool>(), server_state(), prop_oneof![Just(ordinal), self::ordinal()], any::<u32>())
+        .prop_map(move |(pod, role_label, reads_label, server, address, unreachable_passes)| Member {
             ordinal,
             pod,
             role_label,
+            reads_label,
             server,
             address: addr(address),
             unreachable_passes: unreachable_passes % 6,
-        },
-    )
+        })
 }
 
 /// Any observation the gatherer could produce (ordinals unique, as the gatherer lists one

@@ -75,9 +75,11 @@ fn a_new_primary_takes_writes_only_once_the_former_one_lost_the_label() {
     o.recorded_primary = Some(1);
     o.members[0].role_label = Some("primary".into());
     o.members[1].role_label = None;
+    o.members[1].reads_label = false;
     server(&mut o.members[1]).read_only = true;
-    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, None), (1, Some(Role::Primary))] });
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, None), (1, Some(Role::Primary))], reads: vec![] });
     o.members[0].role_label = None;
+    o.members[0].reads_label = false;
     o.members[1].role_label = Some("primary".into());
     assert_eq!(op(&o), Operation::MakeWritable { ordinal: 1 });
 }
@@ -89,6 +91,7 @@ fn a_new_primary_takes_writes_only_once_the_service_no_longer_leads_to_the_forme
     let mut o = cluster(vec![down(primary(0, "0-100-10"), 2), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
     o.recorded_primary = Some(1);
     o.members[0].role_label = None;
+    o.members[0].reads_label = false;
     o.members[1].role_label = Some("primary".into());
     server(&mut o.members[1]).read_only = true;
     o.routed = [0, 1].into();
@@ -111,10 +114,11 @@ fn after_a_hand_over_the_new_primary_is_labelled_before_the_old_one_loses_its_la
     server(&mut o.members[0]).read_only = true;
     o.members[1] = primary(1, "0-100-10");
     o.members[1].role_label = Some("replica".into());
+    o.members[1].reads_label = true;
     server(&mut o.members[1]).read_only = true;
     o.recorded_primary = Some(1);
     let changes = |o: &Observed| match op(o) {
-        Operation::Relabel { changes } => changes,
+        Operation::Relabel { changes, .. } => changes,
         other => panic!("{other:?}"),
     };
     assert_eq!(changes(&o).first(), Some(&(1, Some(Role::Primary))));
@@ -133,6 +137,33 @@ fn after_a_hand_over_the_new_primary_is_labelled_before_the_old_one_loses_its_la
 }
 
 #[test]
+fn a_new_primary_leaves_the_read_only_service_only_once_the_read_write_one_lists_it() {
+    // 0 handed over to 1 and replicates from it; 1 still carries a replica's labels.
+    let mut o = cluster(vec![replica(0, 1, "0-100-10"), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
+    o.members[1].reads_label = true;
+    o.members[1].role_label = Some("replica".into());
+    o.recorded_primary = Some(1);
+    // The promotion changes the role label alone: the read-write Service's EndpointSlice
+    // changes, the read-only one's does not.
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(1, Some(Role::Primary))], reads: vec![] });
+    o.members[1].role_label = Some("primary".into());
+    assert_eq!(op(&o), Operation::Nothing, "not listed by the read-write Service yet");
+    o.routed = [1].into();
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![], reads: vec![(1, false)] });
+    o.members[1].reads_label = false;
+    assert_eq!(op(&o), Operation::Nothing);
+}
+
+#[test]
+fn replicas_without_the_read_only_label_get_it_and_nothing_else_changes() {
+    // Pods labelled by a build that selected the read-only Service by role.
+    let mut o = healthy3();
+    o.members[1].reads_label = false;
+    o.members[2].reads_label = false;
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![], reads: vec![(1, true), (2, true)] });
+}
+
+#[test]
 fn a_new_primary_takes_writes_before_its_replicas_are_pointed_at_it() {
     // Just handed over from 0 (being deleted): 1 is the recorded primary and labelled, still
     // read-only; 2 had its receiver from 0 stopped. A replica that connected before 1's
@@ -140,6 +171,7 @@ fn a_new_primary_takes_writes_before_its_replicas_are_pointed_at_it() {
     let mut o = cluster(vec![down(primary(0, "0-100-10"), 1), primary(1, "0-100-10"), replica(2, 0, "0-100-10")]);
     o.members[0].pod = PodState::Terminating;
     o.members[0].role_label = None;
+    o.members[0].reads_label = false;
     o.recorded_primary = Some(1);
     server(&mut o.members[1]).read_only = true;
     if let Some(r) = &mut server(&mut o.members[2]).replication {
@@ -168,10 +200,16 @@ fn a_woken_former_primary_is_demoted_once_clients_can_no_longer_reach_it() {
     // Still labelled: the label goes first.
     o.members[0].role_label = Some("primary".into());
     o.members[1].role_label = None;
-    assert_eq!(op(&o), Operation::Relabel { changes: vec![(0, None), (2, None), (1, Some(Role::Primary))] });
+    o.members[1].reads_label = false;
+    assert_eq!(
+        op(&o),
+        Operation::Relabel { changes: vec![(0, None), (2, None), (1, Some(Role::Primary))], reads: vec![(2, false)] }
+    );
     o.members[0].role_label = None;
+    o.members[0].reads_label = false;
     o.members[1].role_label = Some("primary".into());
     o.members[2].role_label = None;
+    o.members[2].reads_label = false;
     assert!(
         matches!(op(&o), Operation::Wait { reason, .. } if reason == MySql::FormerPrimaryStillRouted),
         "{:?}",
@@ -196,6 +234,7 @@ fn the_deposed_primary_unacknowledged_tail_does_not_hold_the_new_one_back() {
     let mut o = cluster(vec![primary(0, "0-100-11"), primary(1, "0-100-10"), replica(2, 1, "0-100-10")]);
     o.recorded_primary = Some(1);
     o.members[0].role_label = None;
+    o.members[0].reads_label = false;
     server(&mut o.members[0]).read_only = true;
     server(&mut o.members[1]).read_only = true;
     let d = decide(&o);
@@ -255,7 +294,7 @@ fn a_replica_connecting_to_the_primary_is_given_time_not_reconfigured() {
     }
     let d = decide(&o);
     assert_eq!(d.verdicts[1].role, None, "not serving until connected");
-    assert_eq!(d.operation, Operation::Relabel { changes: vec![(1, None)] });
+    assert_eq!(d.operation, Operation::Relabel { changes: vec![(1, None)], reads: vec![(1, false)] });
     // Connecting to a former primary is another matter: repoint it.
     if let Some(r) = &mut server(&mut o.members[1]).replication {
         r.source_host = addr(2).0;
@@ -271,7 +310,7 @@ fn an_errant_replica_is_quarantined_not_repointed() {
     let d = decide(&o);
     assert_eq!(d.verdicts[2].errant.as_deref(), Some("0-102-11"));
     assert_eq!(d.verdicts[2].role, None, "no client traffic");
-    assert_eq!(d.operation, Operation::Relabel { changes: vec![(2, None)] });
+    assert_eq!(d.operation, Operation::Relabel { changes: vec![(2, None)], reads: vec![(2, false)] });
     assert_eq!(d.health, Health::Degraded);
 }
 
@@ -288,7 +327,11 @@ fn a_replica_the_primary_refuses_to_serve_is_errant_not_reconfigured_again_and_a
     }
     let d = decide(&o);
     assert_eq!(d.verdicts[1].errant.as_deref(), Some("0-101-9 (not in the primary's binary log)"));
-    assert_eq!(d.operation, Operation::Relabel { changes: vec![(1, None)] }, "quarantined, not reconfigured");
+    assert_eq!(
+        d.operation,
+        Operation::Relabel { changes: vec![(1, None)], reads: vec![(1, false)] },
+        "quarantined, not reconfigured"
+    );
     // The refusal of a former source says nothing about the current one: repoint it.
     if let Some(r) = &mut server(&mut o.members[1]).replication {
         r.source_host = addr(2).0;
@@ -303,12 +346,17 @@ fn a_new_primary_is_labelled_before_replicas_are_configured() {
     // must reach 0 before 1 is dealt with.
     let mut o = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-10"), replica(2, 0, "0-100-10")]);
     o.members[0].role_label = None;
+    o.members[0].reads_label = false;
     o.members[1].role_label = Some("primary".into());
     server(&mut o.members[1]).replication = None;
     // The old label goes first: no moment with two pods behind the read-write Service.
-    assert_eq!(op(&o), Operation::Relabel { changes: vec![(1, None), (0, Some(Role::Primary))] });
+    assert_eq!(
+        op(&o),
+        Operation::Relabel { changes: vec![(1, None), (0, Some(Role::Primary))], reads: vec![(1, false)] }
+    );
     o.members[0].role_label = Some("primary".into());
     o.members[1].role_label = None;
+    o.members[1].reads_label = false;
     assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 }, "then the replica");
 }
 
@@ -322,9 +370,10 @@ fn a_replica_configured_moments_ago_is_not_configured_again_yet() {
     assert_eq!(op(&o), Operation::ConfigureReplica { ordinal: 1, source: 0 });
     o.recently_configured.insert((1, 0));
     o.members[2].role_label = None;
+    o.members[2].reads_label = false;
     assert_eq!(
         op(&o),
-        Operation::Relabel { changes: vec![(1, None), (2, Some(Role::Replica))] },
+        Operation::Relabel { changes: vec![(1, None), (2, Some(Role::Replica))], reads: vec![(1, false), (2, true)] },
         "the rest goes on meanwhile"
     );
     // Configured for another source before (a failover since): at once.
@@ -345,8 +394,15 @@ fn a_replica_behind_is_not_errant_a_transient_blip_marks_nobody() {
 fn labels_follow_verdicts() {
     let mut o = healthy3();
     o.members[1].role_label = None;
+    o.members[1].reads_label = false;
     o.members[2].role_label = Some("primary".into());
-    assert_eq!(op(&o), Operation::Relabel { changes: vec![(1, Some(Role::Replica)), (2, Some(Role::Replica))] });
+    assert_eq!(
+        op(&o),
+        Operation::Relabel {
+            changes: vec![(1, Some(Role::Replica)), (2, Some(Role::Replica))],
+            reads: vec![(1, true)]
+        }
+    );
 }
 
 #[test]
@@ -557,6 +613,7 @@ fn paused_and_stopped_change_nothing() {
 fn errant(o: &mut Observed, i: usize) {
     server(&mut o.members[i]).executed = g(&format!("0-10{i}-11"));
     o.members[i].role_label = None;
+    o.members[i].reads_label = false;
 }
 
 /// Makes member `i`'s applier stop with an error, broken for `seconds`.
@@ -566,6 +623,7 @@ fn broken(o: &mut Observed, i: usize, seconds: u64) {
         r.last_error = Some("Could not execute Write_rows_v1 event: Duplicate entry '7'".into());
     }
     o.members[i].role_label = None;
+    o.members[i].reads_label = false;
     o.heal.broken_for.insert(o.members[i].ordinal, Duration::from_secs(seconds));
 }
 
@@ -590,7 +648,8 @@ fn an_errant_replica_is_reseeded_only_when_the_user_opted_in() {
     assert_eq!(op(&o), Operation::Reseed { ordinal: 2, why: ReseedReason::Errant("0-102-11".into()) });
     // Still labelled (the first pass that sees it): clients leave it first.
     o.members[2].role_label = Some("replica".into());
-    assert_eq!(op(&o), Operation::Relabel { changes: vec![(2, None)] });
+    o.members[2].reads_label = true;
+    assert_eq!(op(&o), Operation::Relabel { changes: vec![(2, None)], reads: vec![(2, false)] });
 }
 
 #[test]
@@ -685,10 +744,12 @@ fn one_member_at_a_time() {
     five.members[1] = down(replica(1, 0, ""), 3);
     five.members[1].pod = PodState::Missing;
     five.members[1].role_label = None;
+    five.members[1].reads_label = false;
     assert_eq!(wait_reason(&five), MySql::ReseedWaitsForMember);
     five.members[1] = replica(1, 0, "");
     server(&mut five.members[1]).replication = None;
     five.members[1].role_label = None;
+    five.members[1].reads_label = false;
     assert_eq!(op(&five), Operation::ConfigureReplica { ordinal: 1, source: 0 });
     // Replicating again (catching up counts): member 3's turn.
     five.members[1] = replica(1, 0, "0-100-4");
@@ -705,6 +766,7 @@ fn a_down_replica_blocks_reseeding_another() {
         replica(4, 0, "0-100-10"),
     ]);
     o.members[3].role_label = None;
+    o.members[3].reads_label = false;
     allow_errant(&mut o);
     errant(&mut o, 4);
     assert_eq!(wait_reason(&o), MySql::ReseedWaitsForMember);

@@ -23,6 +23,7 @@ pub fn primary(i: u32, gtid: &str) -> Member {
         ordinal: i,
         pod: PodState::Running { ready: true },
         role_label: Some("primary".into()),
+        reads_label: false,
         address: addr(i),
         server: ServerState::Up(Server {
             read_only: false,
@@ -45,6 +46,7 @@ pub fn replica(i: u32, of: u32, gtid: &str) -> Member {
         ordinal: i,
         pod: PodState::Running { ready: true },
         role_label: Some("replica".into()),
+        reads_label: true,
         address: addr(i),
         server: ServerState::Up(Server {
             read_only: true,

@@ -111,6 +111,7 @@ mod tests {
             ordinal,
             pod: PodState::Running { ready: true },
             role_label: None,
+            reads_label: false,
             address: (format!("db-{ordinal}"), 3306),
             server: ServerState::Up(Server {
                 read_only: ordinal != 0,

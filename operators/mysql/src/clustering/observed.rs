@@ -60,6 +60,9 @@ pub struct Member {
     pub pod: PodState,
     /// The role label the pod carries now.
     pub role_label: Option<String>,
+    /// Whether the pod carries the label of the read-only Service
+    /// ([`crate::build::READS_LABEL`]).
+    pub reads_label: bool,
     /// What the server answered, or why it did not.
     pub server: ServerState,
     /// How replicas reach this server (host and port given to `CHANGE MASTER TO`).

@@ -21,6 +21,8 @@ pub struct Target {
     pub pod: PodState,
     /// Its current role label.
     pub role_label: Option<String>,
+    /// Whether it carries the read-only Service's label.
+    pub reads_label: bool,
     /// Where the operator reaches it.
     pub endpoint: Endpoint,
     /// Where replicas reach it (stable DNS name and port).
@@ -63,6 +65,7 @@ pub async fn gather(dp: &DataPlane, targets: &[Target], primary: Option<u32>, st
                 ordinal: t.ordinal,
                 pod: t.pod.clone(),
                 role_label: t.role_label.clone(),
+                reads_label: t.reads_label,
                 address: t.address.clone(),
                 server,
                 unreachable_passes: *streak,
@@ -95,8 +98,14 @@ pub enum Effect {
         /// The primary it replaced.
         deposed: u32,
     },
-    /// Change these pods' role labels.
-    Relabel(Vec<(u32, Option<Role>)>),
+    /// Change these pods' role labels, then their read-only Service labels (see
+    /// [`Operation::Relabel`]).
+    Relabel {
+        /// Ordinal and role label.
+        changes: Vec<(u32, Option<Role>)>,
+        /// Ordinal and whether it serves reads.
+        reads: Vec<(u32, bool)>,
+    },
     /// Delete this member's data volume, then its pod (a re-seed: Kubernetes work only).
     Rebuild(u32),
 }
@@ -164,7 +173,7 @@ pub async fn perform(
             .await?;
             Ok(Effect::RecordPrimary(*to))
         }
-        Operation::Relabel { changes } => Ok(Effect::Relabel(changes.clone())),
+        Operation::Relabel { changes, reads } => Ok(Effect::Relabel { changes: changes.clone(), reads: reads.clone() }),
         Operation::Reseed { ordinal, .. } => Ok(Effect::Rebuild(*ordinal)),
     }
 }

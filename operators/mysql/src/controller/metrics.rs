@@ -274,6 +274,7 @@ mod tests {
             ordinal: 0,
             pod: PodState::Running { ready: true },
             role_label: Some("primary".into()),
+            reads_label: false,
             address: ("db-0".into(), 3306),
             server: ServerState::Up(Server {
                 read_only: false,

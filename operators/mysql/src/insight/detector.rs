@@ -384,6 +384,7 @@ mod tests {
             ordinal: 1,
             pod: PodState::Running { ready: true },
             role_label: Some("replica".into()),
+            reads_label: true,
             address: ("db-1".into(), 3306),
             server: ServerState::Up(Server {
                 read_only: true,

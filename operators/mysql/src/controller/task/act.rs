@@ -21,7 +21,7 @@ use super::super::{Context, backup, reseed, scheduled};
 use super::Memory;
 use super::observe::Observation;
 use crate::api::{MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
-use crate::build::{Names, ROLE_LABEL};
+use crate::build::{Names, READS_LABEL, ROLE_LABEL};
 use crate::clustering::decide::{Decision, Health, Operation, Role};
 use crate::clustering::pass::{Effect, perform};
 use crate::reason::MySql;
@@ -280,16 +280,43 @@ pub(super) fn describe(op: &Operation, names: &Names) -> Option<(Reason, String)
                 names.data_claim(*ordinal)
             ),
         ),
-        Operation::Relabel { changes } => (
+        Operation::Relabel { changes, reads } => (
             MySql::Relabel.into(),
             changes
                 .iter()
                 .map(|(i, r)| format!("{}={}", names.pod(*i), r.map_or("none", Role::label)))
+                .chain(reads.iter().map(|(i, r)| {
+                    format!("{} {} reads", names.pod(*i), if *r { "serves" } else { "no longer serves" })
+                }))
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
         Operation::Nothing | Operation::Wait { .. } => return None,
     })
+}
+
+/// The label patches of a relabel, one per pod, in order: each role change (with the pod's
+/// read-only Service label when that changes too), then the pods whose read-only Service
+/// label alone changes. `null` removes a label.
+fn label_patches(changes: &[(u32, Option<Role>)], reads: &[(u32, bool)]) -> Vec<(u32, serde_json::Value)> {
+    let reads_value = |serves: bool| serves.then_some("true");
+    let mut patches: Vec<(u32, serde_json::Value)> = changes
+        .iter()
+        .map(|(i, role)| {
+            let mut labels = serde_json::json!({ ROLE_LABEL: role.map(Role::label) });
+            if let Some((_, serves)) = reads.iter().find(|(k, _)| k == i) {
+                labels[READS_LABEL] = serde_json::json!(reads_value(*serves));
+            }
+            (*i, labels)
+        })
+        .collect();
+    patches.extend(
+        reads
+            .iter()
+            .filter(|(i, _)| !changes.iter().any(|(k, _)| k == i))
+            .map(|(i, serves)| (*i, serde_json::json!({ READS_LABEL: reads_value(*serves) }))),
+    );
+    patches
 }
 
 async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &mut MySQLClusterStatus) -> Result<()> {
@@ -301,9 +328,9 @@ async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &m
             status.deposed_primary = Some(names.pod(deposed));
         }
         Effect::Rebuild(i) => reseed::rebuild(pods.clone().into_client(), names, i).await?,
-        Effect::Relabel(changes) => {
-            for (i, role) in changes {
-                let body = serde_json::json!({"metadata": {"labels": {ROLE_LABEL: role.map(Role::label)}}});
+        Effect::Relabel { changes, reads } => {
+            for (i, labels) in label_patches(&changes, &reads) {
+                let body = serde_json::json!({"metadata": {"labels": labels}});
                 pods.patch(&names.pod(i), &PatchParams::default(), &Patch::Merge(&body))
                     .await
                     .map_err(|e| Error::kube(format!("labelling pod {}", names.pod(i)), e))?;
@@ -311,4 +338,28 @@ async fn apply_effect(pods: &Api<Pod>, names: &Names, effect: Effect, status: &m
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_pod_whose_role_and_reads_change_gets_one_patch_and_reads_alone_come_last() {
+        let changes = [(1, Some(Role::Primary)), (0, Some(Role::Replica)), (2, None)];
+        let reads = [(2, false), (0, true), (1, false)];
+        assert_eq!(
+            label_patches(&changes, &reads),
+            vec![
+                (1, json!({ ROLE_LABEL: "primary", READS_LABEL: null })),
+                (0, json!({ ROLE_LABEL: "replica", READS_LABEL: "true" })),
+                (2, json!({ ROLE_LABEL: null, READS_LABEL: null })),
+            ]
+        );
+        let promoted = [(1, Some(Role::Primary))];
+        assert_eq!(label_patches(&promoted, &[]), vec![(1, json!({ ROLE_LABEL: "primary" }))], "reads untouched");
+        assert_eq!(label_patches(&[], &[(1, false)]), vec![(1, json!({ READS_LABEL: null }))]);
+    }
 }

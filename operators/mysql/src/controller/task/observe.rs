@@ -19,7 +19,7 @@ use super::{Memory, RECONFIGURE_BACKOFF};
 use crate::api::MySQLCluster;
 use crate::build::secret::Passwords;
 use crate::build::statefulset::CONTAINER;
-use crate::build::{MYSQL_PORT, Names, ROLE_LABEL, ordinal_of};
+use crate::build::{MYSQL_PORT, Names, READS_LABEL, ROLE_LABEL, ordinal_of};
 use crate::clustering::dataplane::{DataPlane, Endpoint};
 use crate::clustering::decide::{Decision, Operation, decide};
 use crate::clustering::observed::Member;
@@ -175,6 +175,7 @@ fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
         ordinal,
         pod: state,
         role_label: pod.and_then(|p| p.labels().get(ROLE_LABEL).cloned()),
+        reads_label: pod.is_some_and(|p| p.labels().get(READS_LABEL).is_some_and(|v| v == "true")),
         endpoint: Endpoint { host: ip.unwrap_or_default(), port: MYSQL_PORT as u16 },
         address,
     }

@@ -107,14 +107,16 @@ impl Names {
     }
     /// Labels that select the pods of one role.
     pub fn role_selector(&self, role: &str) -> BTreeMap<String, String> {
-        let mut labels = self.selector_labels();
-        labels.insert(ROLE_LABEL.to_string(), role.to_string());
-        labels
+        self.selector_with(ROLE_LABEL, role)
     }
     /// Labels that select the pods serving reads (see [`READS_LABEL`]).
     pub fn reads_selector(&self) -> BTreeMap<String, String> {
+        self.selector_with(READS_LABEL, "true")
+    }
+    /// The cluster's pods that carry `key` = `value`.
+    fn selector_with(&self, key: &str, value: &str) -> BTreeMap<String, String> {
         let mut labels = self.selector_labels();
-        labels.insert(READS_LABEL.to_string(), "true".to_string());
+        labels.insert(key.to_string(), value.to_string());
         labels
     }
 }

@@ -601,12 +601,17 @@ async fn switchover_moves_the_primary_with_a_short_write_pause() -> TestResult {
     assert!(acked.iter().all(|id| on_new.binary_search(id).is_ok()), "no acknowledged write lost");
     let d = rig.converge(10).await;
     assert_eq!(d.verdicts[0].role, Some(Role::Replica), "the old primary replicates from the new one");
+    assert!(
+        !rig.log.contains(&Operation::ConfigureReplica { ordinal: 1, source: 2 }),
+        "the other replica followed the new primary in the switchover itself: {:#?}",
+        rig.log
+    );
     eprintln!("switchover: converged {took:?} after the request; {} writes acknowledged", acked.len());
     Ok(())
 }
 
 /// A primary whose pod is being deleted (a drain) is handed over and let go: the other
-/// replica stops receiving from it and its binary log dumps end, so its preStop hook (which
+/// replica follows the new primary and the old one's binary log dumps end, so its preStop hook (which
 /// holds the server while any replica replicates from it) would return at once. While its
 /// server still serves, the new primary waits for the read-write Service, which still
 /// lists the old one; once the server stopped (the kubelet's SIGTERM after the hook), it
@@ -641,10 +646,12 @@ async fn a_primary_whose_pod_is_deleted_is_handed_over_let_go_and_replaced_witho
     let (handed_over, held) = handover(&rig.servers[0]).await?;
     assert!(handed_over, "handover.sh timed out (it exits 1 after 30 s)");
     eprintln!("handover.sh returned {held:?} after the hand-over");
+    // Replica 2 already follows the new primary, before it takes writes: its first
+    // commits find a replica to acknowledge them.
     let mut other = rig.operator(2).await?;
-    let io: Option<mysql_async::Row> = other.query_first("SHOW SLAVE STATUS").await?;
-    let io: Option<String> = io.and_then(|r| r.get_opt("Slave_IO_Running").and_then(Result::ok));
-    assert_ne!(io.as_deref(), Some("Yes"), "replica 2 still receives from the old primary");
+    let status: Option<mysql_async::Row> = other.query_first("SHOW SLAVE STATUS").await?;
+    let column = |name: &str| status.as_ref().and_then(|r| r.get_opt::<String, _>(name).and_then(Result::ok));
+    assert_eq!(column("Master_Port"), Some(rig.servers[1].port.to_string()), "replica 2 follows the new primary");
     drop(other);
 
     // The old server still serves: the new primary is labelled, and writes wait for the
@@ -667,9 +674,17 @@ async fn a_primary_whose_pod_is_deleted_is_handed_over_let_go_and_replaced_witho
     let before = rows(&rig, 1).await?.len();
     let d = rig.pass().await;
     assert_eq!(d.operation, Operation::MakeWritable { ordinal: 1 }, "{:#?}", rig.log);
-    // Then 2 follows it (and acknowledges its commits).
+    // 2 acknowledges its commits at once: nobody had to point it at the new primary, and
+    // having connected before the primary's semi-sync source side was on, it still
+    // registered as a semi-sync replica.
     rig.settle(5).await;
-    assert!(rig.log.contains(&Operation::ConfigureReplica { ordinal: 2, source: 1 }), "{:#?}", rig.log);
+    assert!(!rig.log.contains(&Operation::ConfigureReplica { ordinal: 2, source: 1 }), "{:#?}", rig.log);
+    let mut new = rig.operator(1).await?;
+    for (variable, want) in [("Rpl_semi_sync_master_status", "ON"), ("Rpl_semi_sync_master_clients", "1")] {
+        let got: Option<(String, String)> = new.query_first(format!("SHOW GLOBAL STATUS LIKE '{variable}'")).await?;
+        assert_eq!(got.map(|g| g.1).as_deref(), Some(want), "{variable} on the new primary");
+    }
+    drop(new);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let acked = writer.stop().await;
     let on_new = rows(&rig, 1).await?;

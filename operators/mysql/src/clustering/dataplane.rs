@@ -23,8 +23,8 @@ pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// leave of [`OBSERVE_TIMEOUT`]: one that is slow is given up with this much time left, so
 /// the server is still reported up and the clustering never waits on them.
 const OPTIONAL_READINGS_MARGIN: Duration = Duration::from_millis(250);
-/// How long letting a handed-over primary go may hold the switchover up: it is best effort,
-/// and writes are down meanwhile.
+/// How long each best-effort step after a switchover (the other replicas following the new
+/// primary, letting the old one go) may hold it up: writes are down meanwhile.
 const LET_GO_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a failover candidate may take to apply the transactions it received.
 pub const APPLY_TIMEOUT_SECONDS: u32 = 60;
@@ -410,14 +410,12 @@ impl DataPlane {
     /// points the old primary at it. If the target does not catch up in time the old primary
     /// is made writable again, so a failed switchover costs only a short pause.
     ///
-    /// When the old primary's pod is being deleted, `let_go` holds the endpoints of the
-    /// other replicas, and the old primary is let go once the target has everything
-    /// ([`Self::let_go`]).
+    /// The caller then points the other replicas at the target ([`Self::follow`], or
+    /// [`Self::let_go`] when the old primary's pod is being deleted).
     pub async fn switchover(
         &self,
         from: &Endpoint,
         to: &Endpoint,
-        let_go: Option<&[&Endpoint]>,
         semi_sync: bool,
         wait_count: u32,
     ) -> Result<(), DataPlaneError> {
@@ -428,33 +426,50 @@ impl DataPlane {
             let _ = self.make_writable(from, semi_sync, wait_count).await;
             return Err(e);
         }
-        if let Some(others) = let_go {
-            self.let_go(from, others).await;
-        }
         Ok(())
     }
 
-    /// Lets a handed-over primary whose pod is being deleted stop at once: the other
-    /// replicas stop receiving from it (it has nothing more to send: it is read-only and
-    /// the new primary has all it has) and its binary log dumps are ended, so that its
-    /// preStop hook (`handover.sh`, which holds the server while any replica replicates from
-    /// it) returns on its next look and the kubelet stops the server. Once it refuses
-    /// connections, the new primary can take writes without waiting for the read-write
-    /// Service's routes to settle (see `super::routes`): nobody can read from the old one.
-    /// Best effort: what fails here only leaves the server to stop later, and the new
-    /// primary to wait for the routes.
-    ///
-    /// The connection to the old primary is opened first: once the replicas have stopped,
-    /// the hook may return and the server begin to stop at any moment, and a connection
-    /// attempt then would hang until its deadline (seen in e2e: 3.7 s).
-    async fn let_go(&self, from: &Endpoint, others: &[&Endpoint]) {
-        let work = async {
-            let mut conn = self.connect(from).await?;
-            for r in join_all(others.iter().map(|ep| self.fence(ep))).await {
-                if let Err(e) = r {
-                    debug!(error = %e, "stopping a replica's receiver from the handed-over primary failed");
+    /// Points `replicas` at a new primary at `source` that has every transaction of the old
+    /// one, before it takes writes: its first commits wait for a replica's semi-sync
+    /// acknowledgement, and a replica already connected gives it at once instead of a pass
+    /// or two later (seen in e2e: the slowest hand-overs of an evicted primary were the new
+    /// primary waiting for the replica the next passes pointed at it). A replica registers
+    /// for semi-sync when it connects, whether or not the source side is on yet. Best
+    /// effort, within [`LET_GO_TIMEOUT`]: a replica left behind is pointed by a later pass.
+    pub async fn follow(&self, replicas: &[&Endpoint], source: (&str, u16)) {
+        let all = join_all(replicas.iter().map(|ep| self.configure_replica(ep, source)));
+        match tokio::time::timeout(LET_GO_TIMEOUT, all).await {
+            Ok(results) => {
+                for (ep, r) in replicas.iter().zip(results) {
+                    if let Err(e) = r {
+                        debug!(endpoint = %ep, error = %e, "pointing a replica at the new primary failed");
+                    }
                 }
             }
+            Err(_) => debug!("pointing the replicas at the new primary timed out"),
+        }
+    }
+
+    /// Lets a handed-over primary whose pod is being deleted stop at once: the other
+    /// replicas follow the new primary at `source` ([`Self::follow`]; the old one has
+    /// nothing more to send: it is read-only and the new primary has all it has) and its
+    /// binary log dumps are ended, so that its preStop hook (`handover.sh`, which holds the
+    /// server while any replica replicates from it) returns on its next look and the kubelet
+    /// stops the server. Once it refuses connections, the new primary can take writes
+    /// without waiting for the read-write Service's routes to settle (see `super::routes`):
+    /// nobody can read from the old one. Best effort: what fails here only leaves the server
+    /// to stop later, and the new primary to wait for the routes.
+    ///
+    /// The connection to the old primary is opened first: once the replicas have left, the
+    /// hook may return and the server begin to stop at any moment, and a connection attempt
+    /// then would hang until its deadline (seen in e2e: 3.7 s).
+    pub async fn let_go(&self, from: &Endpoint, replicas: &[&Endpoint], source: (&str, u16)) {
+        let conn = tokio::time::timeout(LET_GO_TIMEOUT, self.connect(from))
+            .await
+            .unwrap_or_else(|_| Err(DataPlaneError::Timeout { endpoint: from.to_string(), timeout: LET_GO_TIMEOUT }));
+        self.follow(replicas, source).await;
+        let work = async {
+            let mut conn = conn?;
             let dumps: Vec<u64> = conn
                 .query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
                 .await

@@ -155,22 +155,23 @@ pub async fn perform(
             Ok(Effect::RecordFailover { primary: *ordinal, deposed: *from })
         }
         Operation::Switchover { from, to, terminating } => {
-            // The replicas to stop receiving from a primary that is let go: those that answer
-            // (one that does not cannot receive either, and would only hold the hand-over up).
+            // The replicas to follow the new primary: those that answer (one that does not
+            // cannot receive either, and would only hold the hand-over up).
             let others: Vec<&Endpoint> = o
                 .members
                 .iter()
                 .filter(|m| m.ordinal != *from && m.ordinal != *to && m.server.up().is_some())
                 .filter_map(|m| ep(m.ordinal))
                 .collect();
-            dp.switchover(
-                ep(*from).ok_or_else(|| missing(*from))?,
-                ep(*to).ok_or_else(|| missing(*to))?,
-                terminating.then_some(&others[..]),
-                semi_sync,
-                wait_count,
-            )
-            .await?;
+            let target = targets.iter().find(|t| t.ordinal == *to).ok_or_else(|| missing(*to))?;
+            let old = ep(*from).ok_or_else(|| missing(*from))?;
+            dp.switchover(old, &target.endpoint, semi_sync, wait_count).await?;
+            let source = (target.address.0.as_str(), target.address.1);
+            if *terminating {
+                dp.let_go(old, &others, source).await;
+            } else {
+                dp.follow(&others, source).await;
+            }
             Ok(Effect::RecordPrimary(*to))
         }
         Operation::Relabel { changes, reads } => Ok(Effect::Relabel { changes: changes.clone(), reads: reads.clone() }),

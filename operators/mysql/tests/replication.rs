@@ -291,6 +291,15 @@ async fn bootstrap(rig: &mut Rig) -> TestResult {
     let mut p = rig.operator(0).await?;
     p.query_drop("CREATE DATABASE app").await?;
     p.query_drop("CREATE TABLE app.w (id BIGINT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))").await?;
+    // A semi-sync acknowledgement means received, not applied: wait until every replica
+    // has applied the schema, so that a test using a replica directly finds the table
+    // (seen once in a clean clone: "Table 'app.w' doesn't exist" on replica 1).
+    let position = value(&mut p, "SELECT @@GLOBAL.gtid_binlog_pos").await?;
+    for i in 1..3 {
+        let mut r = rig.operator(i).await?;
+        let waited = value(&mut r, &format!("SELECT MASTER_GTID_WAIT('{position}', 30)")).await?;
+        assert_eq!(waited, "0", "replica {i} applied {position} within 30 s");
+    }
     Ok(())
 }
 

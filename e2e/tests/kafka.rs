@@ -47,6 +47,8 @@ const THROUGHPUT: u64 = 150;
 /// The cluster-wide dynamic key the test changes, and the value it sets (one day).
 const RETENTION_KEY: &str = "log.retention.ms";
 const RETENTION: &str = "86400000";
+/// A cluster-wide dynamic key the test gives a value Kafka refuses.
+const REFUSED_KEY: &str = "log.retention.bytes";
 
 fn kafka_image() -> Result<&'static str, Error> {
     Ok(image("KAFKA_IMAGE").ok_or("KAFKA_IMAGE missing from images.env")?)
@@ -659,6 +661,38 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     let after = kafka.wait_converged(6, Duration::from_secs(120)).await?;
     let revisions_now: Vec<Option<String>> = after.nodes.iter().map(|n| n.revision.clone()).collect();
     assert_eq!(revisions_now, revisions, "no new revision for a dynamic key");
+
+    // A cluster-wide value Kafka refuses: reported with the key, never in a node's file, so
+    // a broker that restarts meanwhile starts and serves.
+    let mut refused = with_config.clone();
+    refused["spec"]["config"][REFUSED_KEY] = json!("lots");
+    kafka.apply(&refused)?;
+    let message = wait_until(Duration::from_secs(60), "ConfigurationApplied False naming the key", || async {
+        let s = kafka.status().await.ok()?;
+        let c = s.conditions.iter().find(|c| c.type_ == "ConfigurationApplied")?;
+        let named = c.status == "False" && c.reason == "ConfigurationRefused" && c.message.contains(REFUSED_KEY);
+        named.then(|| c.message.clone())
+    })
+    .await?;
+    eprintln!("kafka: refused value reported: {message}");
+    let warnings = kafka.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=ConfigurationRefused,type=Warning",
+        "-o",
+        "name",
+    ])?;
+    assert!(!warnings.trim().is_empty(), "a Warning Event for the refused value");
+    kafka.kubectl(&["delete", "pod", &format!("{}-broker-1", kafka.name), "--wait=true"])?;
+    kafka.wait_converged(6, Duration::from_secs(180)).await?;
+    kafka.wait_broker_config(RETENTION_KEY, RETENTION).await?;
+    kafka.apply(&with_config)?;
+    wait_until(Duration::from_secs(60), "ConfigurationApplied True once the value is gone", || async {
+        let s = kafka.status().await.ok()?;
+        s.conditions.iter().any(|c| c.type_ == "ConfigurationApplied" && c.status == "True").then_some(())
+    })
+    .await?;
 
     let figures = json!({
         "ready_seconds": ready_after.as_secs_f64(), "topic_ready_seconds": topic_seconds, "roll_seconds": roll_seconds,

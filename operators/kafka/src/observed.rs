@@ -161,6 +161,15 @@ pub enum ConfigChange {
     Delete(String),
 }
 
+impl ConfigChange {
+    /// The key changed.
+    pub fn key(&self) -> &str {
+        match self {
+            ConfigChange::Set(key, _) | ConfigChange::Delete(key) => key,
+        }
+    }
+}
+
 /// The finalized feature levels and what the answering node supports (ApiVersions).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Features {

@@ -39,6 +39,10 @@ pub enum Kafka {
     Rolling,
     /// The cluster-wide dynamic configuration was changed on every broker, no restart.
     Reconfigured,
+    /// Kafka refused a cluster-wide value of `spec.config` (a bad value): the others are
+    /// applied, this one is not sent again until the spec changes it, and no node reads it
+    /// (ConfigurationApplied False, Warning Event).
+    ConfigurationRefused,
     /// metadata.version was raised to the newest level of the spec's release after a
     /// version change rolled (`metadataVersion: Auto`).
     MetadataVersionFinalized,

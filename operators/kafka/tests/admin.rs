@@ -247,6 +247,24 @@ async fn errors_name_the_api_and_the_code(cluster: &KafkaCluster, admin: &Admin)
     eprintln!("bad value: {e}");
     assert!(!e.is_transient(), "{e}");
     assert!(e.to_string().contains("IncrementalAlterConfigs"), "{e}");
+    // With a good value in the same request, the good one takes effect and the refusal
+    // names the bad one's key.
+    let good = ConfigChange::Set("log.cleaner.backoff.ms".into(), "20000".into());
+    let bad = ConfigChange::Set("log.retention.ms".into(), "soon".into());
+    let refused = admin.alter_each(&ConfigResource::ClusterDefault, &[bad.clone(), good.clone()]).await.unwrap();
+    assert_eq!(refused.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(), [bad], "{refused:?}");
+    cluster
+        .until("the good value applied", || async {
+            let got = entry(admin, &ConfigResource::ClusterDefault, "log.cleaner.backoff.ms").await?;
+            if got == (Some("20000".into()), ConfigSource::DynamicDefaultBroker) {
+                Ok(())
+            } else {
+                Err(format!("{got:?}"))
+            }
+        })
+        .await;
+    let back = ConfigChange::Delete("log.cleaner.backoff.ms".into());
+    assert!(admin.alter_each(&ConfigResource::ClusterDefault, &[back]).await.unwrap().is_empty());
     // The connection survives errors Kafka answers with.
     admin.describe_cluster().await.unwrap();
 }

@@ -148,6 +148,32 @@ impl Admin {
         }
         Ok(())
     }
+
+    /// Applies `changes` to `resource` like [`Self::alter_configs`], and returns those Kafka
+    /// refused, each with its answer. Kafka refuses a request as a whole for one bad value,
+    /// so a refused request is sent again one change at a time: the others take effect, and
+    /// each refusal names its key. An error that is not a refusal (the network, a code
+    /// Kafka calls retriable) ends the call.
+    pub async fn alter_each(
+        &self,
+        resource: &ConfigResource,
+        changes: &[ConfigChange],
+    ) -> Result<Vec<(ConfigChange, AdminError)>> {
+        match self.alter_configs(resource, changes).await {
+            Ok(()) => return Ok(Vec::new()),
+            Err(e) if e.is_transient() => return Err(e),
+            Err(_) => {}
+        }
+        let mut refused = Vec::new();
+        for change in changes {
+            match self.alter_configs(resource, std::slice::from_ref(change)).await {
+                Ok(()) => {}
+                Err(e) if e.is_transient() => return Err(e),
+                Err(e) => refused.push((change.clone(), e)),
+            }
+        }
+        Ok(refused)
+    }
 }
 
 #[cfg(test)]

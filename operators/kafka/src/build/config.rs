@@ -58,7 +58,8 @@ const EXTERNAL: &str = "EXTERNAL";
 
 /// The properties of a node of `role`, in file order: the operator's, then `spec.config`
 /// (which validation keeps off the operator's keys, except those it may override such as
-/// `share.coordinator.state.topic.*`: an override takes the operator's line).
+/// `share.coordinator.state.topic.*`: an override takes the operator's line), but its
+/// cluster-wide dynamic keys, which the operator applies at runtime.
 ///
 /// Controllers get no client listener, `inter.broker.listener.name` nor the internal
 /// topics' settings (Kafka refuses client listeners on a controller-only node, and only
@@ -123,7 +124,10 @@ pub fn properties(valid: &ValidCluster, names: &Names, role: NodeRole) -> Vec<(S
             props.push((key.into(), value.clone()));
         }
     }
-    for (key, value) in &spec.config {
+    // Cluster-wide dynamic keys reach the nodes through the metadata log only (see
+    // `crate::roll::config`): a value Kafka refuses there must not reach a node through its
+    // file, where it would keep the node from starting.
+    for (key, value) in spec.config.iter().filter(|(k, _)| !is_cluster_wide(k)) {
         match props.iter_mut().find(|(k, _)| k == key) {
             Some(entry) => entry.1 = value.clone(),
             None => props.push((key.clone(), value.clone())),

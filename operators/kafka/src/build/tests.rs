@@ -139,7 +139,7 @@ fn brokers_get_the_listeners_and_the_replication_settings() {
         ("transaction.state.log.min.isr", "2"),
         ("share.coordinator.state.topic.replication.factor", "3"),
         ("share.coordinator.state.topic.min.isr", "1"),
-        ("log.retention.ms", "3600000"),
+        ("num.partitions", "6"),
     ] {
         assert_eq!(p[key], value, "{key}");
     }
@@ -252,9 +252,26 @@ fn dynamic_keys_the_flag_and_learnt_addresses_leave_the_pod_templates_alone() {
     later.bootstrapped = true;
     later.external_addresses.insert(0, "lb-0.example.com:9094".into());
     let changed = build_with(dynamic, &later);
-    assert_ne!(data(&base), data(&changed), "the nodes read the new values when they start");
+    assert_ne!(data(&base), data(&changed), "the flag and the address are in the ConfigMap");
     for role in [NodeRole::Controller, NodeRole::Broker] {
         assert_eq!(template(&base, role), template(&changed, role), "{role:?}");
+    }
+}
+
+/// A cluster-wide dynamic key reaches the nodes through the metadata log only: a value
+/// Kafka refuses there must not be in a file a node reads when it starts. A static key is
+/// in the files; min.insync.replicas, which the operator validates, is in both.
+#[test]
+fn cluster_wide_dynamic_keys_stay_out_of_the_properties_files() {
+    let mut spec = separate();
+    spec.config.insert("log.retention.ms".into(), "soon".into());
+    spec.config.insert("log.retention.hours".into(), "72".into());
+    let o = build(spec);
+    for role in [NodeRole::Controller, NodeRole::Broker] {
+        let p = props(&o, role);
+        assert!(!p.contains_key("log.retention.ms"), "{role:?}: {p:?}");
+        assert_eq!(p.get("log.retention.hours").map(String::as_str), Some("72"), "{role:?}");
+        assert!(p.contains_key("min.insync.replicas"), "{role:?}");
     }
 }
 

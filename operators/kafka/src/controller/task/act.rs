@@ -11,6 +11,7 @@ use serde_json::json;
 use statecraft_shared::cluster_loop::{Acted, Next};
 use statecraft_shared::reason::Common;
 use statecraft_shared::rebuild::delete_if_present;
+use statecraft_shared::status::set_custom_condition;
 use statecraft_shared::upgrade::{Action, next_step};
 use statecraft_shared::{Error, Result};
 use tracing::{info, warn};
@@ -22,10 +23,13 @@ use super::{Memory, Rolled};
 use crate::admin::Admin;
 use crate::api::{KafkaCluster, KafkaClusterStatus};
 use crate::build;
-use crate::observed::ConfigResource;
+use crate::observed::{ConfigChange, ConfigResource};
 use crate::reason::Kafka;
 use crate::roll;
 use crate::roll::stall;
+
+/// The condition that says whether Kafka took the spec's cluster-wide configuration.
+const CONFIGURATION_APPLIED: &str = "ConfigurationApplied";
 
 /// How long an admin call of `act` may take.
 const ADMIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -50,9 +54,15 @@ pub async fn act(
     if o.valid.is_none() {
         return Ok(Acted { next, done: None });
     }
-    if !decision.config.is_empty() {
-        match apply_config(ctx, cluster, o, decision).await {
-            Ok(()) => next = Next::Now,
+    memory.refused_config.retain(|(change, _)| decision.config.contains(change));
+    let changes: Vec<ConfigChange> =
+        decision.config.iter().filter(|c| !memory.refused_config.iter().any(|(r, _)| r == *c)).cloned().collect();
+    if !changes.is_empty() {
+        match apply_config(ctx, cluster, o, &changes).await {
+            Ok(refused) => {
+                memory.refused_config.extend(refused);
+                next = Next::Now;
+            }
             Err(e) => {
                 warn!(error = %e, "applying the cluster-wide configuration failed");
                 ctx.rt
@@ -62,6 +72,7 @@ pub async fn act(
             }
         }
     }
+    report_refusals(&memory.refused_config, cluster, status);
     if !decision.elect.is_empty() {
         match elect_preferred(ctx, cluster, o, &decision.elect).await {
             Ok(()) => next = Next::Now,
@@ -143,22 +154,52 @@ async fn broker_admin(ctx: &Context, o: &Observation, purpose: &str) -> Result<A
     Ok(Admin::connect(&address, ADMIN_TIMEOUT).await?)
 }
 
-/// Applies the cluster-wide dynamic configuration with IncrementalAlterConfigs: every broker
-/// takes it at once, none restarts.
-async fn apply_config(ctx: &Context, cluster: &KafkaCluster, o: &Observation, decision: &Decision) -> Result<()> {
+/// Applies the cluster-wide dynamic `changes` with IncrementalAlterConfigs: every broker
+/// takes them at once, none restarts. Returns those Kafka refused, with its answer, after a
+/// Warning Event naming them; the others are applied. A refused value never reaches a node
+/// any other way: the nodes' properties files leave these keys out, and a node that starts
+/// takes the cluster-wide values from the metadata log, where only accepted ones are.
+async fn apply_config(
+    ctx: &Context,
+    cluster: &KafkaCluster,
+    o: &Observation,
+    changes: &[ConfigChange],
+) -> Result<Vec<(ConfigChange, String)>> {
     let admin = broker_admin(ctx, o, "apply the configuration to").await?;
-    admin.alter_configs(&ConfigResource::ClusterDefault, &decision.config).await?;
-    let keys: Vec<String> = decision.config.iter().map(|c| format!("{c:?}")).collect();
-    ctx.rt
-        .events
-        .normal(
-            cluster,
-            Kafka::Reconfigured,
-            "Reconfigure",
-            format!("cluster-wide configuration applied without a restart: {}", keys.join(", ")),
-        )
-        .await;
-    Ok(())
+    let refused = admin.alter_each(&ConfigResource::ClusterDefault, changes).await?;
+    let applied: Vec<String> =
+        changes.iter().filter(|c| !refused.iter().any(|(r, _)| r == *c)).map(|c| format!("{c:?}")).collect();
+    if !applied.is_empty() {
+        let message = format!("cluster-wide configuration applied without a restart: {}", applied.join(", "));
+        ctx.rt.events.normal(cluster, Kafka::Reconfigured, "Reconfigure", message).await;
+    }
+    let refused: Vec<(ConfigChange, String)> = refused.into_iter().map(|(c, e)| (c, e.to_string())).collect();
+    if !refused.is_empty() {
+        let message =
+            format!("cluster-wide configuration refused by Kafka, not applied: {}", describe_refusals(&refused));
+        warn!(%message, "configuration refused");
+        ctx.rt.events.warning(cluster, Kafka::ConfigurationRefused, "Reconfigure", message).await;
+    }
+    Ok(refused)
+}
+
+/// Each refused change's key and Kafka's answer.
+fn describe_refusals(refused: &[(ConfigChange, String)]) -> String {
+    refused.iter().map(|(c, answer)| format!("spec.config.{}: {answer}", c.key())).collect::<Vec<_>>().join("; ")
+}
+
+/// The `ConfigurationApplied` condition: false while Kafka refuses a value the spec asks
+/// for, naming the keys.
+fn report_refusals(refused: &[(ConfigChange, String)], cluster: &KafkaCluster, status: &mut KafkaClusterStatus) {
+    let generation = cluster.metadata.generation;
+    let c = &mut status.conditions;
+    if refused.is_empty() {
+        let message = "Kafka took every cluster-wide configuration value of the spec";
+        set_custom_condition(c, CONFIGURATION_APPLIED, true, Common::AsExpected, message, generation);
+    } else {
+        let message = describe_refusals(refused);
+        set_custom_condition(c, CONFIGURATION_APPLIED, false, Kafka::ConfigurationRefused, &message, generation);
+    }
 }
 
 /// Gives `partitions` their preferred leader back (ElectLeaders, PREFERRED): a broker that

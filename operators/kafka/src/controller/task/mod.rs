@@ -56,6 +56,10 @@ struct Memory {
     waits: Waits,
     /// The last failure to finalize metadata.version published as an Event.
     finalize_failure: Option<String>,
+    /// Cluster-wide configuration changes Kafka refused, with its answer: not sent again
+    /// while the spec asks for them (each pass would be refused the same), forgotten once it
+    /// no longer does.
+    refused_config: Vec<(crate::observed::ConfigChange, String)>,
     /// The metadata log directory id last seen for each node: another one later means its
     /// storage was replaced (a Warning Event).
     directories: std::collections::BTreeMap<i32, String>,

@@ -250,6 +250,16 @@ impl BackupMetrics {
         }
     }
 
+    /// Exports both results of `cluster` at 0 until its first backup finishes. An alert on
+    /// `increase(backups_total{result="failure"}[…])` never counts a series that appears
+    /// already at 1, so without this the first failure after an operator replica starts
+    /// (or takes over) would go unseen. Called on every pass of the cluster's task.
+    pub fn watch(&self, cluster: &str) {
+        for result in ["success", "failure"] {
+            let _ = self.finished.with(&[cluster, result]);
+        }
+    }
+
     /// Counts a backup that finished while this process watched, by result.
     pub fn finished(&self, cluster: &str, ok: bool) {
         self.finished.with(&[cluster, if ok { "success" } else { "failure" }]).inc();
@@ -342,9 +352,19 @@ mod tests {
         let backups = BackupMetrics::register(&registry)?;
         phase.set("a", "Degraded");
         phase.set("b", "Exploded");
+        // Watched before any backup finished: both results at 0, so that the first
+        // failure is an increase.
+        backups.watch("a");
+        let text = render(&registry);
+        for line in
+            [r#"backups_total{cluster="a",result="failure"} 0"#, r#"backups_total{cluster="a",result="success"} 0"#]
+        {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
         backups.succeeded("a", 200);
         backups.succeeded("a", 100);
         backups.finished("a", false);
+        backups.watch("a");
         let text = render(&registry);
         for line in [
             r#"cluster_phase{cluster="a",phase="Degraded"} 1"#,

@@ -215,6 +215,7 @@ impl EtcdMetrics {
     /// Records the cluster's phase (one of [`PHASES`]).
     pub fn set_phase(&self, cluster: &str, phase: &str) {
         self.phase.set(cluster, phase);
+        self.backups.watch(cluster);
     }
 
     /// Counts a step performed on the cluster, by its reason (the planner's

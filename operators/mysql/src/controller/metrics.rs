@@ -169,6 +169,7 @@ impl ServerMetrics {
             }
         }
         self.phase.set(cluster, d.health.as_str());
+        self.backups.watch(cluster);
     }
 
     /// Records the abnormalities the detector raised on `member` now: 1 for those found, 0

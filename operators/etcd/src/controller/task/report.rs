@@ -161,8 +161,13 @@ fn fill_status(
         Common::Paused.into()
     } else if matches!(step, Step::Wait { reason, .. } if *reason == Etcd::QuorumLost) {
         Etcd::QuorumLost.into()
-    } else if members.is_empty() {
+    } else if members.is_empty() && status.cluster_id.is_none() {
         Etcd::Bootstrapping.into()
+    } else if members.is_empty() {
+        // No member answers a cluster that ran before (it has a cluster id): it has lost its
+        // quorum, whatever the planner waits for (a lone member's pod starting again), and
+        // alerts that spare a bootstrapping cluster must not spare it.
+        Etcd::QuorumLost.into()
     } else if rolling {
         Etcd::Upgrading.into()
     } else if voters.len() != desired || status.members.len() != voters.len() {
@@ -216,5 +221,30 @@ fn fill_status(
             let reason = if operating { step.reason() } else { Common::Idle.into() };
             set_condition(c, ConditionType::Progressing, operating, reason, &message, generation);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No member answering is a new cluster only if none ever answered: a cluster with a
+    /// cluster id whose members are all down (one member whose pod restarts, say) has lost
+    /// its quorum (seen with promtool: EtcdClusterQuorumLost and EtcdMemberDown stayed quiet
+    /// for a one-member cluster whose member was down).
+    #[test]
+    fn no_member_answering_is_bootstrapping_only_for_a_cluster_that_never_ran() {
+        let mut spec = crate::validate::tests::spec();
+        spec.replicas = 1;
+        let cluster = EtcdCluster::new("e", spec);
+        let names = Names::new("e", "ns");
+        let nobody = Observed::default();
+        let step = Step::Wait { reason: Etcd::MemberStarting.into(), message: "e-0 is starting".into() };
+        let mut fresh = EtcdClusterStatus::default();
+        fill_status(&mut fresh, &cluster, &names, &nobody, &step, None, None);
+        assert_eq!(fresh.phase.as_deref(), Some("Bootstrapping"));
+        let mut ran = EtcdClusterStatus { cluster_id: Some("5f1c2a3b".into()), ..EtcdClusterStatus::default() };
+        fill_status(&mut ran, &cluster, &names, &nobody, &step, None, None);
+        assert_eq!(ran.phase.as_deref(), Some("QuorumLost"));
     }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need, idempotently: Debian packages, then
 # the pinned Kubernetes and etcd binaries (built from their Go modules), the e2e tests'
-# linearizability checker (statecraft-porcupine, also from a Go module) and the S3 server
+# linearizability checker (statecraft-porcupine, also from a Go module), Prometheus's
+# promtool (the alerts' unit tests, from the Prometheus Go module) and the S3 server
 # used by tests. Safe to run again; each step skips what is already there.
 source "$(dirname "$0")/lib.sh"
 
@@ -44,5 +45,6 @@ command -v go >/dev/null || { echo "go not found: install Go 1.24 or newer first
 
 "$ROOT/scripts/build-kube.sh"
 "$ROOT/scripts/build-porcupine.sh"
+"$ROOT/scripts/build-promtool.sh"
 "$ROOT/scripts/install-s3-server.sh"
 "$ROOT/scripts/install-kafka-jars.sh" >/dev/null

@@ -8,6 +8,8 @@
 //!   and `by`/`on` clauses, only labels) that exist: `statecraft_etcd_*` from the operator's
 //!   real registries fed with an observation, `etcd_*` from a real etcd's `/metrics` read
 //!   with the operator's own scraper; the dashboard shows every operator metric;
+//! - Prometheus's own `promtool test rules` fires each alert as
+//!   `deploy/etcd/prometheus-rules.test.yaml` expects;
 //! - `deploy/etcd/podmonitor.yaml` scrapes the ports and adds the labels the rules assume;
 //! - the scraper and the abnormality detector work against that real etcd.
 //!
@@ -25,6 +27,7 @@ use statecraft_etcd::membership::{Alarm, Member, MemberState, Observed, Step};
 use statecraft_shared::exposition::Series;
 use statecraft_shared::metrics::Metrics;
 use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
+use statecraft_shared::testing::promtool;
 use statecraft_shared::testing::{binary, free_port, log_tail};
 
 /// The two sources of metrics, as the checks name them.
@@ -223,6 +226,15 @@ fn known() -> Catalogue {
 fn every_alert_has_severity_summary_runbook_and_existing_metrics() {
     let problems = known().check_rules(&root(), &RULES);
     assert!(problems.is_empty(), "{}:\n  {}", RULES.path, problems.join("\n  "));
+}
+
+/// Prometheus's own rule engine fires each alert when it should, with the labels it routes
+/// on (`promtool test rules` on `deploy/etcd/prometheus-rules.test.yaml`).
+#[test]
+fn every_alert_fires_under_promtool_as_its_unit_tests_expect() {
+    let tests = "deploy/etcd/prometheus-rules.test.yaml";
+    let problems = promtool::test_rules(&root(), RULES.path, tests);
+    assert!(problems.is_empty(), "{tests}:\n  {}", problems.join("\n  "));
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! - the rules and the dashboard use only `kafka_*` and `jvm_*` metrics that a real Kafka
 //!   node exports through the JMX exporter with the image's `jmx-exporter.yaml` (a
 //!   combined node from the Maven jars, the agent as the image loads it);
+//! - Prometheus's own `promtool test rules` fires each alert as
+//!   `deploy/kafka/prometheus-rules.test.yaml` expects;
 //! - `deploy/kafka/podmonitor.yaml` scrapes the port the operator's Deployment names, and
 //!   the nodes' `metrics` port with the labels the rules assume.
 //!
@@ -30,6 +32,7 @@ use statecraft_kafka::controller::metrics::{KafkaMetrics, phases};
 use statecraft_shared::exposition::{Series, parse};
 use statecraft_shared::metrics::Metrics;
 use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
+use statecraft_shared::testing::promtool;
 use statecraft_shared::testing::{free_port, log_tail};
 
 const OPERATOR: &str = "the operator";
@@ -246,6 +249,15 @@ fn get(addr: &str, path: &str) -> Option<String> {
 fn every_alert_is_labelled_annotated_has_a_runbook_and_uses_registered_metrics() {
     let problems = registered().check_rules(&root(), &RULES);
     assert!(problems.is_empty(), "{}:\n  {}", RULES.path, problems.join("\n  "));
+}
+
+/// Prometheus's own rule engine fires each alert when it should, with the labels it routes
+/// on (`promtool test rules` on `deploy/kafka/prometheus-rules.test.yaml`).
+#[test]
+fn every_alert_fires_under_promtool_as_its_unit_tests_expect() {
+    let tests = "deploy/kafka/prometheus-rules.test.yaml";
+    let problems = promtool::test_rules(&root(), RULES.path, tests);
+    assert!(problems.is_empty(), "{tests}:\n  {}", problems.join("\n  "));
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! - `deploy/mysql/prometheus-rules.yaml`: every alert has a severity, a summary, a
 //!   description and a runbook that exists under `docs/runbooks/mysql/`;
 //! - that file and `deploy/mysql/grafana-dashboard.json` use only metrics (and, in label
-//!   matchers and `by`/`on` clauses, only labels) that the operator really registers.
+//!   matchers and `by`/`on` clauses, only labels) that the operator really registers;
+//! - Prometheus's own `promtool test rules` fires each alert as
+//!   `deploy/mysql/prometheus-rules.test.yaml` expects.
 //!
 //! The checks are the shared ones ([`statecraft_shared::testing::monitoring`]); this file
 //! names the files and feeds the real registries (the shared RED metrics and the servers'
@@ -19,6 +21,7 @@ use statecraft_mysql::controller::metrics::ServerMetrics;
 use statecraft_mysql::insight::{Abnormality, Kind};
 use statecraft_shared::metrics::Metrics;
 use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
+use statecraft_shared::testing::promtool;
 
 const OPERATOR: &str = "the operator";
 const RULES: Rules = Rules {
@@ -135,6 +138,15 @@ fn registered() -> Catalogue {
 fn every_alert_is_labelled_annotated_has_a_runbook_and_uses_registered_metrics() {
     let problems = registered().check_rules(&root(), &RULES);
     assert!(problems.is_empty(), "{}:\n  {}", RULES.path, problems.join("\n  "));
+}
+
+/// Prometheus's own rule engine fires each alert when it should, with the labels it routes
+/// on (`promtool test rules` on `deploy/mysql/prometheus-rules.test.yaml`).
+#[test]
+fn every_alert_fires_under_promtool_as_its_unit_tests_expect() {
+    let tests = "deploy/mysql/prometheus-rules.test.yaml";
+    let problems = promtool::test_rules(&root(), RULES.path, tests);
+    assert!(problems.is_empty(), "{tests}:\n  {}", problems.join("\n  "));
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! real S3 server. Each is started on free loopback ports in its own temporary directory
 //! and stopped when dropped, so tests never share state. [`echo`] is the smallest operator
 //! built from the library, which its tests and the cluster checks run. [`monitoring`]
-//! checks an operator's alerts and dashboard against the metrics that really exist, and
+//! checks an operator's alerts and dashboard against the metrics that really exist,
+//! [`promtool`] has Prometheus's own rule engine evaluate the alerts over test series, and
 //! [`crd`] its CRDs' field descriptions.
 
 pub mod apiserver;
@@ -11,6 +12,7 @@ pub mod crd;
 pub mod echo;
 pub mod monitoring;
 pub mod pki;
+pub mod promtool;
 pub mod s3;
 
 use std::path::{Path, PathBuf};

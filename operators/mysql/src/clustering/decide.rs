@@ -433,11 +433,6 @@ fn primary_up(o: &Observed, p: &Member, ps: &Server, verdicts: &[Verdict]) -> Op
         {
             return op;
         }
-        // Replicas are pointed at a new primary only once it takes writes (below): one that
-        // connects before the primary's semi-sync source side is on is served an
-        // asynchronous stream and never acknowledges, so the first commits waited for the
-        // next replica to connect (seen in e2e: writes resumed only when the old primary's
-        // pod came back, 1.5 s later).
         // The label has moved, but the Service's routes follow it a moment later.
         let routed: Vec<u32> = o.routed.iter().copied().filter(|k| *k != p.ordinal).collect();
         if !routed.is_empty() {

@@ -9,7 +9,7 @@
 //!   real registries fed with an observation, `etcd_*` from a real etcd's `/metrics` read
 //!   with the operator's own scraper; the dashboard shows every operator metric;
 //! - Prometheus's own `promtool test rules` fires each alert as
-//!   `deploy/etcd/prometheus-rules.test.yaml` expects;
+//!   `operators/etcd/tests/alerts.test.yaml` expects;
 //! - `deploy/etcd/podmonitor.yaml` scrapes the ports and adds the labels the rules assume;
 //! - the scraper and the abnormality detector work against that real etcd.
 //!
@@ -229,10 +229,10 @@ fn every_alert_has_severity_summary_runbook_and_existing_metrics() {
 }
 
 /// Prometheus's own rule engine fires each alert when it should, with the labels it routes
-/// on (`promtool test rules` on `deploy/etcd/prometheus-rules.test.yaml`).
+/// on (`promtool test rules` on `operators/etcd/tests/alerts.test.yaml`).
 #[test]
 fn every_alert_fires_under_promtool_as_its_unit_tests_expect() {
-    let tests = "deploy/etcd/prometheus-rules.test.yaml";
+    let tests = "operators/etcd/tests/alerts.test.yaml";
     let problems = promtool::test_rules(&root(), RULES.path, tests);
     assert!(problems.is_empty(), "{tests}:\n  {}", problems.join("\n  "));
 }

@@ -10,7 +10,7 @@
 //!   node exports through the JMX exporter with the image's `jmx-exporter.yaml` (a
 //!   combined node from the Maven jars, the agent as the image loads it);
 //! - Prometheus's own `promtool test rules` fires each alert as
-//!   `deploy/kafka/prometheus-rules.test.yaml` expects;
+//!   `operators/kafka/tests/alerts.test.yaml` expects;
 //! - `deploy/kafka/podmonitor.yaml` scrapes the port the operator's Deployment names, and
 //!   the nodes' `metrics` port with the labels the rules assume.
 //!
@@ -252,10 +252,10 @@ fn every_alert_is_labelled_annotated_has_a_runbook_and_uses_registered_metrics()
 }
 
 /// Prometheus's own rule engine fires each alert when it should, with the labels it routes
-/// on (`promtool test rules` on `deploy/kafka/prometheus-rules.test.yaml`).
+/// on (`promtool test rules` on `operators/kafka/tests/alerts.test.yaml`).
 #[test]
 fn every_alert_fires_under_promtool_as_its_unit_tests_expect() {
-    let tests = "deploy/kafka/prometheus-rules.test.yaml";
+    let tests = "operators/kafka/tests/alerts.test.yaml";
     let problems = promtool::test_rules(&root(), RULES.path, tests);
     assert!(problems.is_empty(), "{tests}:\n  {}", problems.join("\n  "));
 }

@@ -5,7 +5,7 @@
 //! - that file and `deploy/mysql/grafana-dashboard.json` use only metrics (and, in label
 //!   matchers and `by`/`on` clauses, only labels) that the operator really registers;
 //! - Prometheus's own `promtool test rules` fires each alert as
-//!   `deploy/mysql/prometheus-rules.test.yaml` expects.
+//!   `operators/mysql/tests/alerts.test.yaml` expects.
 //!
 //! The checks are the shared ones ([`statecraft_shared::testing::monitoring`]); this file
 //! names the files and feeds the real registries (the shared RED metrics and the servers'
@@ -141,10 +141,10 @@ fn every_alert_is_labelled_annotated_has_a_runbook_and_uses_registered_metrics()
 }
 
 /// Prometheus's own rule engine fires each alert when it should, with the labels it routes
-/// on (`promtool test rules` on `deploy/mysql/prometheus-rules.test.yaml`).
+/// on (`promtool test rules` on `operators/mysql/tests/alerts.test.yaml`).
 #[test]
 fn every_alert_fires_under_promtool_as_its_unit_tests_expect() {
-    let tests = "deploy/mysql/prometheus-rules.test.yaml";
+    let tests = "operators/mysql/tests/alerts.test.yaml";
     let problems = promtool::test_rules(&root(), RULES.path, tests);
     assert!(problems.is_empty(), "{tests}:\n  {}", problems.join("\n  "));
 }

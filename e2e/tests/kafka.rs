@@ -47,6 +47,14 @@ const THROUGHPUT: u64 = 150;
 /// The cluster-wide dynamic key the test changes, and the value it sets (one day).
 const RETENTION_KEY: &str = "log.retention.ms";
 const RETENTION: &str = "86400000";
+/// The topic of `kafka-producer-perf-test`, apart from the verifiable clients' (whose
+/// consumer must read back only what their producer wrote), and its rate.
+const PERF_TOPIC: &str = "perf";
+const PERF_THROUGHPUT: u64 = 100;
+/// Records of the baseline latency run, before the roll (30 s), and of the run during it
+/// (about as long as the roll: 18 s a node in earlier runs).
+const PERF_BEFORE: u64 = 3_000;
+const PERF_DURING: u64 = 12_000;
 /// A cluster-wide dynamic key the test gives a value Kafka refuses.
 const REFUSED_KEY: &str = "log.retention.bytes";
 
@@ -211,19 +219,24 @@ impl KafkaRef {
     /// took. (Kafka's own tool, used here before, once hung for its whole 60 s deadline on
     /// the first CreateTopics right after Ready; the controller retries with its own time-out.)
     async fn create_topic(&self) -> Result<f64, Error> {
+        self.create_topic_named(TOPIC).await
+    }
+
+    /// [`Self::create_topic`] for topic `name`.
+    async fn create_topic_named(&self, name: &str) -> Result<f64, Error> {
         let created = Instant::now();
         self.apply(&json!({
             "apiVersion": "kafka.statecraft.io/v1alpha1",
             "kind": "KafkaTopic",
-            "metadata": { "name": TOPIC },
+            "metadata": { "name": name },
             "spec": {
                 "clusterName": self.name, "partitions": 6, "replicationFactor": 3,
                 "config": { "min.insync.replicas": "2" },
             },
         }))?;
         let topics: Api<KafkaTopic> = Api::namespaced(self.cluster.client.clone(), &self.namespace);
-        let topic = wait_until(Duration::from_secs(300), "KafkaTopic verify Ready and in sync", || async {
-            let status = topics.get(TOPIC).await.ok()?.status?;
+        let topic = wait_until(Duration::from_secs(300), &format!("KafkaTopic {name} Ready and in sync"), || async {
+            let status = topics.get(name).await.ok()?.status?;
             let is_true = |type_: &str| status.conditions.iter().any(|c| c.type_ == type_ && c.status == "True");
             (is_true("Ready") && is_true("InSync")).then_some(status)
         })
@@ -233,11 +246,11 @@ impl KafkaRef {
         Ok(created.elapsed().as_secs_f64())
     }
 
-    /// Deletes the clients' KafkaTopic while the operator still runs to remove its
+    /// Deletes the clients' KafkaTopics while the operator still runs to remove their
     /// finalizer: deleted with the namespace, after the operator, it would hold the
     /// namespace in Terminating for good.
     fn delete_topic(&self) -> Result<(), E2eError> {
-        self.kubectl(&["delete", "kafkatopic", TOPIC, "--timeout=120s"]).map(|_| ())
+        self.kubectl(&["delete", "kafkatopic", "--all", "--timeout=120s"]).map(|_| ())
     }
 
     /// Starts VerifiableProducer (acks=all, idempotent) on the topic, [`RECORDS`] records at
@@ -257,6 +270,26 @@ impl KafkaRef {
         })
         .await?;
         Ok(())
+    }
+
+    /// Starts Kafka's own `kafka-producer-perf-test` in Job `job` on [`PERF_TOPIC`]: `records`
+    /// records of 100 bytes at [`PERF_THROUGHPUT`] a second, acks=all and idempotent, as the
+    /// verifiable producer writes. Its summary gives the latency percentiles
+    /// ([`Self::latency`]).
+    fn perf(&self, job: &str, bootstrap: &str, records: u64) -> Result<(), E2eError> {
+        let command = format!(
+            "exec kafka-producer-perf-test --topic {PERF_TOPIC} --num-records {records} --record-size 100 \
+             --throughput {PERF_THROUGHPUT} --producer-props bootstrap.servers={bootstrap} acks=all \
+             enable.idempotence=true retries=2147483647"
+        );
+        self.job(job, &["sh", "-c", &command])
+    }
+
+    /// Waits for perf Job `job` and reads its summary.
+    fn latency(&self, job: &str) -> Result<Latency, Error> {
+        self.wait_job(job, Duration::from_secs(600))?;
+        let out = self.logs(job)?;
+        Ok(Latency::parse(&out).ok_or_else(|| format!("no summary in the output of {job}:\n{out}"))?)
     }
 
     /// Waits for the producer to finish, reads the topic back with VerifiableConsumer and
@@ -426,6 +459,56 @@ fn record(v: &Value) -> Option<Record> {
     })
 }
 
+/// The summary `kafka-producer-perf-test` prints last: `N records sent, R records/sec (M
+/// MB/sec), A ms avg latency, X ms max latency, P50 ms 50th, P95 ms 95th, P99 ms 99th, P999
+/// ms 99.9th.`, each latency from send to acknowledgement.
+#[derive(Debug, PartialEq)]
+struct Latency {
+    records: u64,
+    avg_ms: f64,
+    max_ms: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+}
+
+impl Latency {
+    fn parse(output: &str) -> Option<Latency> {
+        let line = output.lines().rev().find(|l| l.contains(" ms 99th"))?;
+        let before = |label: &str| -> Option<f64> {
+            let end = line.find(label)?;
+            line[..end].rsplit([' ', ',', '(']).find(|w| !w.is_empty())?.parse().ok()
+        };
+        Some(Latency {
+            records: before(" records sent")? as u64,
+            avg_ms: before(" ms avg latency")?,
+            max_ms: before(" ms max latency")?,
+            p50_ms: before(" ms 50th")?,
+            p99_ms: before(" ms 99th")?,
+            p999_ms: before(" ms 99.9th")?,
+        })
+    }
+
+    fn figures(&self) -> Value {
+        json!({
+            "records": self.records, "avg_ms": self.avg_ms, "max_ms": self.max_ms,
+            "p50_ms": self.p50_ms, "p99_ms": self.p99_ms, "p999_ms": self.p999_ms,
+        })
+    }
+}
+
+#[test]
+fn the_perf_tools_summary_is_read() {
+    let out = "1000 records sent, 99.9 records/sec (0.01 MB/sec), 12.3 ms avg latency, 4506.0 ms max latency.\n\
+               12000 records sent, 99.8 records/sec (0.01 MB/sec), 8.52 ms avg latency, 4506.00 ms max latency, 3 ms 50th, 11 ms 95th, 2203 ms 99th, 4401 ms 99.9th.\n";
+    let l = Latency::parse(out).expect("a summary");
+    assert_eq!(
+        l,
+        Latency { records: 12000, avg_ms: 8.52, max_ms: 4506.0, p50_ms: 3.0, p99_ms: 2203.0, p999_ms: 4401.0 }
+    );
+    assert_eq!(Latency::parse("1000 records sent, 99.9 records/sec"), None);
+}
+
 impl KafkaRef {
     /// The operator replica holding the Lease exports what its task observed of this
     /// cluster: every node serving, a quorum of 3 caught-up voters with a leader, no offline
@@ -538,9 +621,15 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     kafka.metrics_show_the_cluster_serving().await?;
 
     let topic_seconds = kafka.create_topic().await?;
+    // Produce latency before the roll, as the baseline of the one during it.
+    kafka.create_topic_named(PERF_TOPIC).await?;
+    kafka.perf("perf-before", &bootstrap, PERF_BEFORE)?;
+    let latency_before = kafka.latency("perf-before")?;
+    eprintln!("kafka: produce latency before the roll {latency_before:?}");
 
     // Produce, and upgrade every node to the release built here meanwhile.
     kafka.produce(&bootstrap).await?;
+    kafka.perf("perf-roll", &bootstrap, PERF_DURING)?;
     let node_uids: BTreeMap<String, String> =
         kafka.node_pods().await?.into_iter().map(|(name, pod)| (name, pod.uid)).collect();
     assert_eq!(node_uids.len(), 6, "{node_uids:?}");
@@ -621,6 +710,8 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
 
     // Every acknowledged record read back, none twice.
     let records = kafka.check_records(&bootstrap).await?;
+    let latency_roll = kafka.latency("perf-roll")?;
+    eprintln!("kafka: produce latency during the roll {latency_roll:?}");
 
     // The downgrade back is refused once metadata.version is the new release's: in status
     // and as a Warning Event, with no pod touched and the StatefulSets left on the new image.
@@ -702,12 +793,13 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
         "acknowledged": records.acked, "send_errors": records.failed, "lost": 0, "duplicates": 0,
         "longest_ack_gap_seconds": records.longest_gap_seconds, "send_failures": records.failures,
         "under_min_isr_max": worst_under_min_isr, "under_min_isr_samples": samples,
+        "produce_latency_before_roll": latency_before.figures(), "produce_latency_during_roll": latency_roll.figures(),
     });
     append_result(
         "kafka-roll.jsonl",
         json!({
             "test": test,
-            "method": "3 controllers + 3 brokers on the local cluster; VerifiableProducer (acks=all, idempotent) at 150 records/s while the upgrade from the previous Kafka release rolls every node; VerifiableConsumer reads the topic back; partitions below min ISR sampled every second with the admin client",
+            "method": "3 controllers + 3 brokers on the local cluster; VerifiableProducer (acks=all, idempotent) at 150 records/s while the upgrade from the previous Kafka release rolls every node; VerifiableConsumer reads the topic back; partitions below min ISR sampled every second with the admin client; produce latency from kafka-producer-perf-test (100-byte records at 100/s, acks=all, idempotent, on a topic of 6 partitions x 3 replicas, min ISR 2): 3,000 records before the roll, 12,000 from its start",
             "figures": figures, "unix_time": unix_now(),
         }),
     );

@@ -214,16 +214,11 @@ impl KafkaRef {
         self.apply(&job).map(|_| ())
     }
 
-    /// Creates the topic of the verifiable clients as a KafkaTopic and waits until the
-    /// operator's topic controller reports it Ready and in sync; returns the seconds that
-    /// took. (Kafka's own tool, used here before, once hung for its whole 60 s deadline on
-    /// the first CreateTopics right after Ready; the controller retries with its own time-out.)
-    async fn create_topic(&self) -> Result<f64, Error> {
-        self.create_topic_named(TOPIC).await
-    }
-
-    /// [`Self::create_topic`] for topic `name`.
-    async fn create_topic_named(&self, name: &str) -> Result<f64, Error> {
+    /// Creates topic `name` as a KafkaTopic and waits until the operator's topic controller
+    /// reports it Ready and in sync; returns the seconds that took. (Kafka's own tool, used
+    /// here before, once hung for its whole 60 s deadline on the first CreateTopics right
+    /// after Ready; the controller retries with its own time-out.)
+    async fn create_topic(&self, name: &str) -> Result<f64, Error> {
         let created = Instant::now();
         self.apply(&json!({
             "apiVersion": "kafka.statecraft.io/v1alpha1",
@@ -620,9 +615,9 @@ async fn kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_recor
     assert_eq!(s.finalized_metadata_version.as_deref(), Some(newest_metadata_of(previous)?), "{s:?}");
     kafka.metrics_show_the_cluster_serving().await?;
 
-    let topic_seconds = kafka.create_topic().await?;
+    let topic_seconds = kafka.create_topic(TOPIC).await?;
     // Produce latency before the roll, as the baseline of the one during it.
-    kafka.create_topic_named(PERF_TOPIC).await?;
+    kafka.create_topic(PERF_TOPIC).await?;
     kafka.perf("perf-before", &bootstrap, PERF_BEFORE)?;
     let latency_before = kafka.latency("perf-before")?;
     eprintln!("kafka: produce latency before the roll {latency_before:?}");
@@ -832,7 +827,7 @@ async fn kafka_operator_upgrade_adopts_clusters_of_the_previous_build_without_re
     let kafka = KafkaRef { cluster: cluster.clone(), namespace: ns.name.clone(), name: "kafka".into() };
     kafka.apply(&kafka_cluster(&cluster, "kafka", built))?;
     kafka.wait_converged(6, CONVERGE).await?;
-    kafka.create_topic().await?;
+    kafka.create_topic(TOPIC).await?;
     let pods_before = kafka.node_pods().await?;
     assert_eq!(pods_before.len(), 6, "{pods_before:?}");
     let generations_before = kafka.statefulset_generations()?;
@@ -917,7 +912,7 @@ async fn kafka_survives_a_crashed_active_controller_a_lost_leading_broker_and_a_
     kafka.apply(&kafka_cluster(&cluster, "kafka", version_of("KAFKA_IMAGE")?))?;
     let s = kafka.wait_converged(6, CONVERGE).await?;
     let bootstrap = s.bootstrap.clone().ok_or("no bootstrap address in status")?;
-    kafka.create_topic().await?;
+    kafka.create_topic(TOPIC).await?;
     kafka.produce(&bootstrap).await?;
     // Some seconds of steady writes before the faults, as the figures' baseline.
     tokio::time::sleep(Duration::from_secs(10)).await;

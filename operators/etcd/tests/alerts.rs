@@ -251,7 +251,7 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
         r#"max by (cluster, member) (statecraft_etcd_member_up{cluster=~"$cluster", namespace="n"}) and on (cluster, member) statecraft_etcd_member_learner"#,
         r#"histogram_quantile(0.99, sum by (cluster, member, le) (rate(etcd_disk_wal_fsync_duration_seconds_bucket{cluster=~"$cluster"}[5m])))"#,
         r#"sum by (operation) (rate(statecraft_etcd_operations_total{result="error", operation=~".+"}[5m]))"#,
-        r#"statecraft_etcd_cluster_phase{phase=~"Pending|Healthy|QuorumLost"} == 1"#,
+        r#"statecraft_etcd_cluster_phase{phase=~"Bootstrapping|Healthy|QuorumLost"} == 1"#,
         r#"statecraft_etcd_member_alarm{alarm="NOSPACE"} == 1 or statecraft_etcd_member_abnormal{kind="SlowDisk"} == 1"#,
         "time() - max by (namespace, cluster) (statecraft_etcd_backup_last_success_timestamp_seconds) > 9e4",
     ] {

@@ -16,8 +16,7 @@ use crate::insight::{Abnormality, Kind};
 use crate::membership::{Alarm, Member, Observed};
 
 /// Every phase `status.phase` can take, so that exactly one `cluster_phase` series is 1.
-pub const PHASES: [&str; 8] =
-    ["Pending", "Bootstrapping", "Healthy", "Scaling", "Upgrading", "Degraded", "QuorumLost", "Paused"];
+pub const PHASES: [&str; 7] = ["Bootstrapping", "Healthy", "Scaling", "Upgrading", "Degraded", "QuorumLost", "Paused"];
 
 /// Every alarm, so that each member has a 0 series of those not raised.
 const ALARMS: [Alarm; 2] = [Alarm::NoSpace, Alarm::Corrupt];

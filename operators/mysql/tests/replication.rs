@@ -557,6 +557,33 @@ async fn a_primary_that_fell_back_to_asynchronous_replication_is_seen() -> TestR
     Ok(())
 }
 
+/// A semi-sync replica whose source no longer answers (frozen here; in e2e, a killed
+/// primary whose pod came back with a new address) is fenced and re-pointed without
+/// waiting for it. MariaDB's semi-sync receiver, as it stops, connects to its source to
+/// kill its dump there and waits for that connection up to
+/// `rpl_semi_sync_slave_kill_conn_timeout`; seen in e2e as 2 s per `STOP SLAVE` added to
+/// the write gap. Set to a minute here, that wait would exceed the data plane's own
+/// deadline and the fence would fail; the data plane lowers it to 1 s before each stop.
+#[tokio::test]
+async fn a_replica_of_a_source_that_no_longer_answers_is_fenced_and_repointed_without_waiting_for_it() -> TestResult {
+    let mut rig = Rig::start(3).await;
+    bootstrap(&mut rig).await?;
+    rig.converge(20).await;
+    for i in [1, 2] {
+        rig.servers[i].local_admin("SET GLOBAL rpl_semi_sync_slave_kill_conn_timeout = 60").await?;
+    }
+    let ep = |i: usize| Endpoint { host: "127.0.0.1".into(), port: rig.servers[i].port };
+    rig.servers[0].freeze(true)?;
+    let fenced = rig.dp.fence(&ep(1)).await;
+    let repointed = rig.dp.configure_replica(&ep(2), ("127.0.0.1", rig.servers[1].port)).await;
+    rig.servers[0].freeze(false)?;
+    fenced?;
+    repointed?;
+    let mut follower = rig.operator(2).await?;
+    assert_eq!(value(&mut follower, "SELECT @@GLOBAL.rpl_semi_sync_slave_enabled").await?, "1", "it acknowledges");
+    Ok(())
+}
+
 /// A zombie primary (its replicas fenced or moved away while it was paused) has commits
 /// waiting for acknowledgements that never come; they hold off `read_only`, so demoting it
 /// must end them first. Seen in the e2e pause fault: the demotion timed out every pass and

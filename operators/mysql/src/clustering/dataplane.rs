@@ -330,7 +330,7 @@ impl DataPlane {
     pub async fn configure_replica(&self, ep: &Endpoint, source: (&str, u16)) -> Result<(), DataPlaneError> {
         self.demote(ep).await?;
         let f = self.flavor;
-        let mut statements = vec![f.stop_replica().to_string()];
+        let mut statements = self.stopping(f.stop_replica());
         statements.extend(f.prepare_replica());
         let change = f.change_source(&ReplicationSource {
             host: source.0,
@@ -355,7 +355,14 @@ impl DataPlane {
 
     /// Stops the receiver: the server acknowledges nothing more to its source.
     pub async fn fence(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
-        self.run(ep, &[self.flavor.stop_replica_io_thread().to_string()], OBSERVE_TIMEOUT).await
+        self.run(ep, &self.stopping(self.flavor.stop_replica_io_thread()), OBSERVE_TIMEOUT).await
+    }
+
+    /// `stop` (of the receiver, or of both threads), after what the flavor needs so that
+    /// the stop does not wait on a source that no longer answers
+    /// ([`FlavorSql::before_stopping_replica`]).
+    fn stopping(&self, stop: &str) -> Vec<String> {
+        self.flavor.before_stopping_replica().into_iter().chain([stop]).map(str::to_string).collect()
     }
 
     /// Waits until the server has applied `gtids`, up to `seconds`.
@@ -385,7 +392,9 @@ impl DataPlane {
             self.wait_applied(ep, received, APPLY_TIMEOUT_SECONDS).await?;
         }
         let f = self.flavor;
-        self.run(ep, &[f.stop_replica().to_string(), f.reset_replica_all().to_string()], OBSERVE_TIMEOUT).await
+        let mut statements = self.stopping(f.stop_replica());
+        statements.push(f.reset_replica_all().to_string());
+        self.run(ep, &statements, OBSERVE_TIMEOUT).await
     }
 
     /// The server's executed GTID set, as text.

@@ -371,6 +371,20 @@ impl MariaDb {
         }
     }
 
+    /// Freezes (SIGSTOP, `true`) or thaws (SIGCONT, `false`) the server's process: a frozen
+    /// server still completes TCP handshakes (the kernel does) but never answers.
+    pub fn freeze(&self, frozen: bool) -> Result<(), HarnessError> {
+        let refused =
+            |what: String, reason: &str| HarnessError::Io { what, source: io::Error::other(reason.to_string()) };
+        let pid = self.child.as_ref().map(Child::id).ok_or_else(|| refused("freezing".into(), "no process"))?;
+        let signal = if frozen { "-STOP" } else { "-CONT" };
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .map_err(io_err("running kill"))?;
+        if status.success() { Ok(()) } else { Err(refused(format!("kill {signal} {pid}"), &status.to_string())) }
+    }
+
     /// Starts the server again on the same port and data directory (and the same init
     /// file, which runs again, as in a pod restart). Kills it first if it still runs.
     pub async fn restart(&mut self) -> Result<(), HarnessError> {

@@ -177,7 +177,7 @@ impl<'a> Applier<'a> {
     /// Deletes children of the owner, of the given kinds, that were not applied through
     /// this applier. Returns `kind/name` of each object deleted.
     pub async fn delete_orphans(&self, kinds: &[ApiResource], policy: OrphanPolicy) -> Result<Vec<String>> {
-        let selector = self.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+        let selector = crate::statefulset::label_query(&self.labels);
         let mut deleted = Vec::new();
         for resource in kinds {
             if policy == OrphanPolicy::KeepData && holds_data(resource) {

@@ -175,4 +175,28 @@ mod tests {
             assert!(missing.is_empty(), "{}: no description: {missing:#?}", crd.metadata.name.unwrap_or_default());
         }
     }
+
+    #[test]
+    fn kubectl_names_columns_and_scale() {
+        let json = |crd| serde_json::to_value(crd).expect("json");
+        let cluster = json(EtcdCluster::crd());
+        let version = &cluster["spec"]["versions"][0];
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(columns, ["Ready", "Phase", "Members", "Desired", "Leader", "Version", "Age", "Message"]);
+        assert_eq!(
+            version["subresources"]["scale"],
+            serde_json::json!({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"})
+        );
+        for (crd, short) in
+            [(cluster, "etcd"), (json(EtcdBackup::crd()), "etcdbk"), (json(EtcdRestore::crd()), "etcdrs")]
+        {
+            assert_eq!(crd["spec"]["names"]["shortNames"], serde_json::json!([short]));
+            assert_eq!(crd["spec"]["names"]["categories"], serde_json::json!(["statecraft"]));
+        }
+    }
 }

@@ -194,6 +194,7 @@ mod tests {
         for crd in [cluster, topic] {
             assert!(crd["spec"]["versions"][0]["subresources"]["status"].is_object());
             assert_eq!(crd["spec"]["scope"], "Namespaced");
+            assert_eq!(crd["spec"]["names"]["categories"], serde_json::json!(["statecraft"]));
         }
     }
 

@@ -245,9 +245,19 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(columns, ["Ready", "Primary", "Replicas", "Version", "Age"]);
-        for crd in [crd_json::<MySQLBackup>(), crd_json::<MySQLRestore>()] {
+        assert_eq!(columns, ["Ready", "Phase", "Primary", "Servers", "Version", "Age", "Message"]);
+        // `kubectl scale mysqlcluster db --replicas 3`, and a selector for autoscalers.
+        assert_eq!(
+            version["subresources"]["scale"],
+            serde_json::json!({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"})
+        );
+        for (crd, short) in [(crd_json::<MySQLBackup>(), "mysqlbk"), (crd_json::<MySQLRestore>(), "mysqlrs")] {
             assert!(crd["spec"]["versions"][0]["subresources"]["status"].is_object());
+            assert_eq!(crd["spec"]["names"]["shortNames"], serde_json::json!([short]));
+        }
+        // `kubectl get statecraft` lists every resource of every Statecraft operator.
+        for crd in [crd_json::<MySQLCluster>(), crd_json::<MySQLBackup>(), crd_json::<MySQLRestore>()] {
+            assert_eq!(crd["spec"]["names"]["categories"], serde_json::json!(["statecraft"]));
         }
     }
 

@@ -21,6 +21,9 @@ pub enum MySql {
     PrimaryWritable,
     /// Available condition: no member takes writes.
     NoWritablePrimary,
+    /// Ready condition: the servers are healthy but a client Service does not list them yet
+    /// (the read-write one its primary, or the read-only one any replica).
+    ServicesWithoutEndpoints,
 
     // Clustering and failover: waits (Ready condition and Warning Event) and operations
     // (Event and Progressing condition).

@@ -47,6 +47,10 @@ pub struct BackupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<i64>,
 
+    /// The same size for people, e.g. `12.3 MiB`: the printer column of `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_size: Option<String>,
+
     /// SHA-256 of the stored backup, hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -87,6 +91,7 @@ impl BackupStatus {
         self.location = Some(object.url.clone());
         self.key = Some(object.key.clone());
         self.size = Some(object.size());
+        self.stored_size = Some(human_size(object.size()));
         self.sha256 = Some(object.sha256.clone());
         self.start_time = Some(object.started_at.clone());
         self.completion_time = Some(object.finished_at.clone());
@@ -97,6 +102,11 @@ impl BackupStatus {
         let time = self.completion_time.as_deref()?;
         DateTime::parse_from_rfc3339(time).ok().map(|t| t.with_timezone(&Utc))
     }
+}
+
+/// `bytes` in binary units with one decimal, as `kubectl get` shows sizes (`12.3 MiB`).
+pub fn human_size(bytes: i64) -> String {
+    bytesize::ByteSize::b(bytes.max(0).unsigned_abs()).display().iec().to_string()
 }
 
 /// Observed state every restore resource reports.
@@ -193,7 +203,17 @@ mod tests {
         });
         assert_eq!(status.location.as_deref(), Some("s3://b/p/main/k.db"));
         assert_eq!((status.key.as_deref(), status.size), (Some("main/k.db"), Some(4096)));
+        assert_eq!(status.stored_size.as_deref(), Some("4.0 KiB"));
         assert_eq!(status.completed_at().map(|t| t.timestamp()), Some(1_767_225_609));
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(12_900_000), "12.3 MiB");
+        assert_eq!(human_size(5 << 30), "5.0 GiB");
+        assert_eq!(human_size(-1), "0 B", "a negative size never reaches the status, and never panics");
     }
 
     #[test]

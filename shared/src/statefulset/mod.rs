@@ -13,7 +13,7 @@ mod service;
 mod skeleton;
 
 pub use claim::data_claim_template;
-pub use names::{DATA_VOLUME, INSTANCE_LABEL, NAME_LABEL, Names, ordinal_of};
+pub use names::{DATA_VOLUME, INSTANCE_LABEL, NAME_LABEL, Names, label_query, ordinal_of};
 pub use ownership::ownership_fix;
 pub use pdb::{Budget, pdb};
 pub use service::headless_service;

@@ -60,6 +60,11 @@ impl Names<'_> {
             (INSTANCE_LABEL.to_string(), self.cluster.to_string()),
         ])
     }
+    /// [`Names::selector`] as a label selector query (`k=v,k=v`): what a list call takes and
+    /// what the scale subresource reports.
+    pub fn selector_query(&self) -> String {
+        label_query(&self.selector())
+    }
     /// Metadata of the cluster's object `name`: its namespace and the cluster's labels. The
     /// Applier adds the owner reference and the managed-by label.
     pub fn meta(&self, name: String) -> ObjectMeta {
@@ -70,6 +75,11 @@ impl Names<'_> {
             ..Default::default()
         }
     }
+}
+
+/// `labels` as an equality-based label selector query, `k=v,k=v`.
+pub fn label_query(labels: &BTreeMap<String, String>) -> String {
+    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 /// The ordinal of pod (or member) `name` of cluster `cluster` (`<cluster>-<ordinal>`);

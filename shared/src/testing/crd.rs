@@ -5,11 +5,18 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde_json::Value;
 
 /// The properties below `spec` and `status` of `crd`'s first version that have no
-/// description, as paths (`spec.storage.size`, `status.members[].name`, `spec.config{}`).
+/// description, as paths (`spec.storage.size`, `status.members[].name`, `spec.config{}`),
+/// and `(resource)` when the resource itself has none of its own (kube-derive's default
+/// "Auto-generated derived type for …" is what `kubectl explain` would show otherwise).
 pub fn undescribed(crd: &CustomResourceDefinition) -> Vec<String> {
     let crd = serde_json::to_value(crd).unwrap_or_default();
-    let root = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    let root = &schema["properties"];
     let mut missing = Vec::new();
+    let own = schema["description"].as_str().filter(|d| !d.trim().is_empty() && !d.starts_with("Auto-generated"));
+    if own.is_none() {
+        missing.push("(resource)".to_string());
+    }
     for part in ["spec", "status"] {
         walk(part, &root[part], &mut missing);
     }
@@ -46,5 +53,11 @@ mod tests {
         spec["properties"]["message"]["description"] = Value::String(" ".into());
         crd = serde_json::from_value(json).expect("crd");
         assert_eq!(undescribed(&crd), ["spec.message"]);
+
+        let mut json = serde_json::to_value(&crd).expect("json");
+        json["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+            Value::String("Auto-generated derived type for EchoSpec via `CustomResource`".into());
+        crd = serde_json::from_value(json).expect("crd");
+        assert_eq!(undescribed(&crd), ["(resource)", "spec.message"]);
     }
 }

@@ -41,6 +41,7 @@ impl Catalogue for Echoed {}
     version = "v1alpha1",
     kind = "Echo",
     plural = "echoes",
+    doc = "A test resource: the echo operator copies its message into a ConfigMap.",
     namespaced,
     status = "EchoStatus"
 )]

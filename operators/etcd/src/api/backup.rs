@@ -14,12 +14,15 @@ use statecraft_shared::backup::{BackupSpec, BackupStatus, HasBackupSpec};
     kind = "EtcdBackup",
     plural = "etcdbackups",
     singular = "etcdbackup",
+    shortname = "etcdbk",
+    category = "statecraft",
+    doc = "One snapshot of an EtcdCluster, taken from a healthy member and streamed to S3.",
     namespaced,
     status = "EtcdBackupStatus",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.clusterName"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"Revision","type":"integer","jsonPath":".status.revision"}"#,
-    printcolumn = r#"{"name":"Size","type":"integer","jsonPath":".status.size"}"#,
+    printcolumn = r#"{"name":"Size","type":"string","jsonPath":".status.storedSize"}"#,
     printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

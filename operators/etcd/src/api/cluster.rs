@@ -19,14 +19,23 @@ use statecraft_shared::upgrade::UpgradeProgress;
     plural = "etcdclusters",
     singular = "etcdcluster",
     shortname = "etcd",
+    category = "statecraft",
+    doc = "An etcd cluster: its voting members, their volumes, backups and upgrades, run by statecraft-etcd.",
     namespaced,
     status = "EtcdClusterStatus",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
-    printcolumn = r#"{"name":"Members","type":"integer","jsonPath":".spec.replicas"}"#,
+    printcolumn = r#"{"name":"Members","type":"integer","description":"Voting members now","jsonPath":".status.replicas"}"#,
+    printcolumn = r#"{"name":"Desired","type":"integer","priority":1,"jsonPath":".spec.replicas"}"#,
     printcolumn = r#"{"name":"Leader","type":"string","jsonPath":".status.leader"}"#,
     printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.observedVersion"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -199,10 +208,18 @@ impl Default for AutoHeal {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EtcdClusterStatus {
-    /// Summary: Pending, Bootstrapping, Healthy, Scaling, Upgrading, Degraded,
+    /// Summary: Bootstrapping, Healthy, Scaling, Upgrading, Degraded,
     /// QuorumLost or Paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+
+    /// Voting members, as last observed (what `kubectl scale` reads back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+
+    /// Label selector of the cluster's member pods, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
 
     /// Standard conditions: Ready, Available, Progressing, Degraded.
     #[serde(default)]

@@ -34,6 +34,8 @@ pub const MAX_BROKERS: i32 = 100;
     plural = "kafkaclusters",
     singular = "kafkacluster",
     shortname = "kfc",
+    category = "statecraft",
+    doc = "A Kafka cluster in KRaft mode: its controllers and brokers (or combined nodes), listeners, configuration and upgrades, run by statecraft-kafka.",
     namespaced,
     status = "KafkaClusterStatus",
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,

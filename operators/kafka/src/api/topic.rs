@@ -21,6 +21,8 @@ use crate::validate::{MAX_TOPIC_NAME, config};
     plural = "kafkatopics",
     singular = "kafkatopic",
     shortname = "kft",
+    category = "statecraft",
+    doc = "A Kafka topic of a KafkaCluster: partitions, replication factor and configuration, kept as declared by statecraft-kafka.",
     namespaced,
     status = "KafkaTopicStatus",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.clusterName"}"#,

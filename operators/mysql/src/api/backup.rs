@@ -14,11 +14,14 @@ use statecraft_shared::backup::{BackupSpec, BackupStatus, HasBackupSpec};
     kind = "MySQLBackup",
     plural = "mysqlbackups",
     singular = "mysqlbackup",
+    shortname = "mysqlbk",
+    category = "statecraft",
+    doc = "One backup of a MySQLCluster: a logical dump taken from a replica (or the primary of a one-server cluster) and streamed to S3.",
     namespaced,
     status = "MySQLBackupStatus",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.clusterName"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
-    printcolumn = r#"{"name":"Size","type":"integer","jsonPath":".status.size"}"#,
+    printcolumn = r#"{"name":"Size","type":"string","jsonPath":".status.storedSize"}"#,
     printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -22,13 +22,22 @@ use statecraft_shared::upgrade::UpgradeProgress;
     plural = "mysqlclusters",
     singular = "mysqlcluster",
     shortname = "mysql",
+    category = "statecraft",
+    doc = "A MySQL or MariaDB cluster: one primary and its replicas, replicating with GTIDs and lossless semi-synchronous replication, run by statecraft-mysql.",
     namespaced,
     status = "MySQLClusterStatus",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"Primary","type":"string","jsonPath":".status.currentPrimary"}"#,
-    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}"#,
+    printcolumn = r#"{"name":"Servers","type":"integer","description":"Servers in force (auto-scaling's count when it is on)","jsonPath":".status.replicas"}"#,
     printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.observedVersion"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -423,10 +432,20 @@ pub enum UpgradeStrategyType {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MySQLClusterStatus {
-    /// Summary of the cluster's state: Pending, Initializing, Healthy, Degraded, Failed,
+    /// Summary of the cluster's state: Initializing, Healthy, Degraded, Failed, Lost,
     /// Stopped or Paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+
+    /// Servers the cluster runs now: `spec.replicas`, or auto-scaling's count when it is
+    /// on (what `kubectl scale` reads back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+
+    /// Label selector of the cluster's server pods, for the scale subresource (a
+    /// HorizontalPodAutoscaler reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
 
     /// Standard conditions: Ready, Available, Progressing, Degraded.
     #[serde(default)]

@@ -74,7 +74,7 @@ pub struct Kube {
 
 async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
     let rt = &ctx.rt;
-    let selector = names.selector().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    let selector = names.set().selector_query();
     let params = ListParams::default().labels(&selector);
     let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let pod_list = pods.list(&params).await.map_err(|e| Error::kube("listing pods", e))?.items;

@@ -144,6 +144,8 @@ fn fill_status(
         status.cluster_id = Some(format!("{id:x}"));
     }
     let voters: Vec<&MemberStatus> = status.members.iter().filter(|m| !m.learner).collect();
+    status.replicas = Some(i32::try_from(voters.len()).unwrap_or(i32::MAX));
+    status.selector = Some(names.set().selector_query());
     let healthy_voters = voters.iter().filter(|m| m.healthy).count();
     let quorum = plan::quorum(voters.len());
     let has_quorum = !voters.is_empty() && healthy_voters >= quorum && leader.is_some();

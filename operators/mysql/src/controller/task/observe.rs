@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::{EndpointConditions, EndpointSlice};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::pods::{explain_wait, pod_problems};
@@ -36,6 +36,9 @@ use crate::validate::{ValidSpec, check_version_change, validate};
 const EXPLAINED_BY_PODS: [MySql; 3] =
     [MySql::WaitingForServers, MySql::PrimaryDown, MySql::NotEnoughReplicasForSafeFailover];
 
+/// The label an EndpointSlice names its Service with.
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
 /// What one pass found.
 pub struct Observation {
     /// The spec, when it is valid and its version change allowed.
@@ -55,6 +58,18 @@ pub struct Observation {
     pub request: Option<String>,
     /// The member the switchover request names, when it is new and names one.
     pub switchover_to: Option<u32>,
+    /// The members each client Service lists as serving: what Ready promises clients.
+    pub services: Services,
+}
+
+/// The members the cluster's two client Services list as serving, from their
+/// EndpointSlices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Services {
+    /// The read-write Service's (ready, or terminating but still serving).
+    pub read_write: BTreeSet<Listing>,
+    /// The read-only Service's (ready).
+    pub read_only: BTreeSet<Listing>,
 }
 
 impl Observation {
@@ -100,7 +115,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
     let dp = DataPlane::new(flavor, passwords.operator.clone(), passwords.replication.clone());
 
     let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
-    let selector = names.selector_labels().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    let selector = names.set().selector_query();
     let pods =
         pods.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing pods", e))?.items;
 
@@ -118,7 +133,8 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         .filter(|r| status.and_then(|s| s.handled_switchover.as_ref()) != Some(*r))
         .and_then(|r| ordinal_of(&name, r));
 
-    let listed = routed(&rt.client, &rt.namespace, &names, &name).await?;
+    let services = services(&rt.client, &rt.namespace, &names, &name).await?;
+    let listed = services.read_write.clone();
     let read_started = Instant::now();
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
     let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
@@ -147,7 +163,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         deposed: status.and_then(|s| s.deposed_primary.as_deref()).and_then(|p| ordinal_of(&name, p)),
         routed,
     };
-    Ok(Some(Observation { valid, spec_problem, names, dp, pods, targets, observed, request, switchover_to }))
+    Ok(Some(Observation { valid, spec_problem, names, dp, pods, targets, observed, request, switchover_to, services }))
 }
 
 fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {
@@ -199,24 +215,36 @@ fn closed_pods(pods: &[Pod], members: &[Member], names: &Names) -> BTreeSet<List
         .collect()
 }
 
-/// The members' pods the read-write Service's EndpointSlices list as serving (ready, or
-/// terminating but still serving: kube-proxy falls back to those), read before the servers
+/// The members' pods the client Services' EndpointSlices list as serving: for the
+/// read-write Service, ready or terminating but still serving (kube-proxy falls back to
+/// those); for the read-only one, ready. One list call for both, read before the servers
 /// so that a server seen after its endpoint is not missed.
-async fn routed(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<BTreeSet<Listing>> {
+async fn services(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<Services> {
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
-    let selector = format!("kubernetes.io/service-name={}", names.read_write_service());
+    let (read_write, read_only) = (names.read_write_service(), names.read_only_service());
+    let selector = format!("{SERVICE_NAME_LABEL} in ({read_write},{read_only})");
     let list = slices
         .list(&ListParams::default().labels(&selector))
         .await
-        .map_err(|e| Error::kube("listing the read-write Service's EndpointSlices", e))?;
-    Ok(list
-        .items
-        .iter()
-        .flat_map(|slice| &slice.endpoints)
-        .filter(|e| e.conditions.as_ref().is_none_or(|c| c.serving.or(c.ready) != Some(false)))
-        .filter_map(|e| {
-            let pod = e.target_ref.as_ref()?;
-            Some((ordinal_of(name, pod.name.as_deref()?)?, pod.uid.clone().unwrap_or_default()))
-        })
-        .collect())
+        .map_err(|e| Error::kube("listing the client Services' EndpointSlices", e))?;
+    let mut services = Services::default();
+    for slice in &list.items {
+        let (listed, serving): (_, fn(&EndpointConditions) -> Option<bool>) =
+            match slice.labels().get(SERVICE_NAME_LABEL) {
+                Some(s) if *s == read_write => (&mut services.read_write, |c| c.serving.or(c.ready)),
+                Some(s) if *s == read_only => (&mut services.read_only, |c| c.ready),
+                _ => continue,
+            };
+        listed.extend(
+            slice
+                .endpoints
+                .iter()
+                .filter(|e| e.conditions.as_ref().is_none_or(|c| serving(c) != Some(false)))
+                .filter_map(|e| {
+                    let pod = e.target_ref.as_ref()?;
+                    Some((ordinal_of(name, pod.name.as_deref()?)?, pod.uid.clone().unwrap_or_default()))
+                }),
+        );
+    }
+    Ok(services)
 }

@@ -9,7 +9,7 @@ use statecraft_shared::upgrade::Action;
 use super::super::{Context, acks, reseed};
 use super::Memory;
 use super::act::describe;
-use super::observe::Observation;
+use super::observe::{Observation, Services};
 use crate::api::{MemberStatus, MySQLCluster, MySQLClusterStatus};
 use crate::build::Names;
 use crate::clustering::acks::judge;
@@ -30,7 +30,7 @@ pub async fn report(
     let name = &o.names.cluster;
     ctx.servers.observe(name, &o.observed, decision);
     let version = o.valid.as_ref().map(|v| v.version.to_string());
-    fill_status(status, cluster, &o.names, &o.observed, decision, version.as_deref(), roll);
+    fill_status(status, cluster, &o.names, &o.observed, &o.services, decision, version.as_deref(), roll);
     memory.insight.observe(ctx, cluster, &o.observed, status).await;
     acks::report(ctx, cluster, judge(&o.observed, decision), &mut memory.acks, status).await;
     // The reconciler's verdict on the spec stands: Ready stays False until it is fixed.
@@ -46,11 +46,32 @@ pub async fn report(
     }
 }
 
+/// Why the client Services do not serve the cluster yet, if they do not: the read-write
+/// Service must list the primary, and the read-only one some server once there are
+/// replicas (`servers` in force).
+fn unserved(names: &Names, services: &Services, primary: Option<u32>, servers: i32) -> Option<String> {
+    let Some(primary) = primary else {
+        return Some(format!("no primary for Service {} to lead to yet", names.read_write_service()));
+    };
+    if !services.read_write.iter().any(|(k, _)| *k == primary) {
+        return Some(format!(
+            "Service {} does not list primary {} yet",
+            names.read_write_service(),
+            names.pod(primary)
+        ));
+    }
+    (servers > 1 && services.read_only.is_empty())
+        .then(|| format!("Service {} lists no replica yet", names.read_only_service()))
+}
+
+// What one pass saw, each part as the status needs it: bundling them would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn fill_status(
     status: &mut MySQLClusterStatus,
     cluster: &MySQLCluster,
     names: &Names,
     o: &Observed,
+    services: &Services,
     d: &Decision,
     version: Option<&str>,
     roll: Option<&Action>,
@@ -58,6 +79,12 @@ fn fill_status(
     let generation = cluster.metadata.generation;
     let primary_ok = d.verdicts.iter().any(|v| v.role == Some(Role::Primary) && v.healthy);
     status.phase = Some(d.health.as_str().to_string());
+    status.replicas = Some(match &status.auto_scaling {
+        _ if cluster.spec.stopped => 0,
+        Some(scaling) => scaling.replicas,
+        None => cluster.spec.replicas,
+    });
+    status.selector = Some(names.set().selector_query());
     status.read_write_service = Some(names.read_write_service());
     status.read_only_service = Some(names.read_only_service());
     status.members = o
@@ -98,7 +125,13 @@ fn fill_status(
     let healthy = d.health == Health::Healthy;
     let reason = wait_reason.unwrap_or(d.health.reason());
     let message = if wait_message.is_empty() { format!("cluster is {}", d.health.as_str()) } else { wait_message };
-    set_condition(c, ConditionType::Ready, healthy, reason, &message, generation);
+    // Ready promises clients both Services: a healthy cluster whose Services do not list
+    // its servers yet (the first seconds after creation or a promotion) waits for them.
+    let unserved = unserved(names, services, o.recorded_primary, status.replicas.unwrap_or(0)).filter(|_| healthy);
+    match &unserved {
+        Some(why) => set_condition(c, ConditionType::Ready, false, MySql::ServicesWithoutEndpoints, why, generation),
+        None => set_condition(c, ConditionType::Ready, healthy, reason, &message, generation),
+    };
     set_condition(
         c,
         ConditionType::Available,
@@ -147,7 +180,47 @@ mod tests {
 
     fn filled(o: &Observed, status: &mut MySQLClusterStatus) {
         let mysql = MySQLCluster::new("db", crate::validate::tests::spec());
-        fill_status(status, &mysql, &Names::new("db", "ns"), o, &decide(o), None, None);
+        fill_status(status, &mysql, &Names::new("db", "ns"), o, &serving(&[0, 1, 2], &[1, 2]), &decide(o), None, None);
+    }
+
+    /// The client Services listing `read_write` and `read_only` (pod uids are their names).
+    fn serving(read_write: &[u32], read_only: &[u32]) -> Services {
+        let listing = |ks: &[u32]| ks.iter().map(|k| (*k, format!("db-{k}"))).collect();
+        Services { read_write: listing(read_write), read_only: listing(read_only) }
+    }
+
+    fn ready(status: &MySQLClusterStatus) -> (String, String) {
+        let c = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready is set");
+        (c.status.clone(), c.reason.clone())
+    }
+
+    /// Ready promises clients both Services: a fresh cluster whose read-only Service lists
+    /// no replica yet is healthy but not Ready (seen by a user: Ready while `db-replicas`
+    /// had no endpoints).
+    #[test]
+    fn ready_waits_until_both_services_list_their_servers() {
+        let mut o = cluster(vec![primary(0, "0-100-10"), replica(1, 0, "0-100-10"), replica(2, 0, "0-100-10")]);
+        o.recorded_primary = Some(0);
+        let d = decide(&o);
+        assert_eq!(d.health, Health::Healthy);
+        let mysql = MySQLCluster::new("db", crate::validate::tests::spec());
+        let names = Names::new("db", "ns");
+        for (services, expected) in [
+            (serving(&[0], &[]), ("False", "ServicesWithoutEndpoints")),
+            (serving(&[], &[1, 2]), ("False", "ServicesWithoutEndpoints")),
+            (serving(&[1], &[2]), ("False", "ServicesWithoutEndpoints")),
+            (serving(&[0], &[2]), ("True", "Healthy")),
+        ] {
+            let mut status = MySQLClusterStatus::default();
+            fill_status(&mut status, &mysql, &names, &o, &services, &d, None, None);
+            assert_eq!(ready(&status), (expected.0.to_string(), expected.1.to_string()), "{services:?}");
+            let available = status.conditions.iter().find(|c| c.type_ == "Available").map(|c| c.status.as_str());
+            assert_eq!(available, Some("True"), "the primary takes writes all the same");
+        }
+        let mut status = MySQLClusterStatus::default();
+        fill_status(&mut status, &mysql, &names, &o, &serving(&[0], &[]), &d, None, None);
+        let message = status.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.message.clone());
+        assert_eq!(message.as_deref(), Some("Service db-replicas lists no replica yet"));
     }
 
     /// `status.deposedPrimary` is set by the effect of the failover's own pass, whose

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// One write attempt: its id (the record written), when it started and whether it was
-/// acknowledged.
+/// One write attempt: its id (the record written), when it started and ended, and whether
+/// it was acknowledged.
 #[derive(Clone, Copy, Debug)]
 pub struct Attempt {
     /// The id of the record (row, key) it wrote.
     pub id: u64,
     /// When the attempt started.
     pub at: Instant,
+    /// When its answer (or its failure) came.
+    pub done: Instant,
     /// Whether the server acknowledged it.
     pub acked: bool,
 }
@@ -33,8 +35,11 @@ impl StopFlag {
     }
 }
 
-/// The longest time between two acknowledged writes that ends after `from`: the write
-/// unavailability an event caused.
+/// The longest time between two acknowledgements that ends after `from`: the write
+/// unavailability an event caused, as a client sees it (no write acknowledged). Measured
+/// between the answers, not the starts: a write sent just before an outage and answered
+/// only after it (a commit waiting for a replica's acknowledgement) does not hide the
+/// outage.
 pub fn longest_gap(attempts: &[Attempt], from: Instant) -> Duration {
     longest_gap_between(attempts, from, None)
 }
@@ -42,7 +47,8 @@ pub fn longest_gap(attempts: &[Attempt], from: Instant) -> Duration {
 /// [`longest_gap`] counting only gaps that end after `from` and (if set) start before
 /// `until`: the unavailability during one step of a test.
 pub fn longest_gap_between(attempts: &[Attempt], from: Instant, until: Option<Instant>) -> Duration {
-    let acked: Vec<Instant> = attempts.iter().filter(|a| a.acked).map(|a| a.at).collect();
+    let mut acked: Vec<Instant> = attempts.iter().filter(|a| a.acked).map(|a| a.done).collect();
+    acked.sort();
     acked
         .windows(2)
         .filter(|w| w[1] > from && until.is_none_or(|u| w[0] < u))
@@ -69,17 +75,27 @@ mod tests {
     fn gaps_and_losses() {
         let t = Instant::now();
         let at = |ms: u64| t + Duration::from_millis(ms);
-        let attempts = [
-            Attempt { id: 1, at: at(0), acked: true },
-            Attempt { id: 2, at: at(100), acked: false },
-            Attempt { id: 3, at: at(900), acked: true },
-            Attempt { id: 4, at: at(1000), acked: true },
-            Attempt { id: 5, at: at(3000), acked: true },
-        ];
+        let quick = |id: u64, ms: u64, acked: bool| Attempt { id, at: at(ms), done: at(ms + 10), acked };
+        let attempts =
+            [quick(1, 0, true), quick(2, 100, false), quick(3, 900, true), quick(4, 1000, true), quick(5, 3000, true)];
         assert_eq!(longest_gap(&attempts, t), Duration::from_millis(2000));
         assert_eq!(longest_gap_between(&attempts, t, Some(at(950))), Duration::from_millis(900));
-        assert_eq!(longest_gap(&attempts, at(3001)), Duration::ZERO);
+        assert_eq!(longest_gap(&attempts, at(3011)), Duration::ZERO);
         assert_eq!(lost(&attempts, &[1, 3, 5]), vec![4]);
         assert_eq!(acknowledged(&attempts), 4);
+    }
+
+    /// A write started before an outage and answered after it (a commit waiting for a
+    /// replica) does not hide the outage: gaps are between answers.
+    #[test]
+    fn a_write_answered_late_counts_when_it_was_answered() {
+        let t = Instant::now();
+        let at = |ms: u64| t + Duration::from_millis(ms);
+        let attempts = [
+            Attempt { id: 1, at: at(0), done: at(10), acked: true },
+            Attempt { id: 2, at: at(20), done: at(2500), acked: true },
+            Attempt { id: 3, at: at(2510), done: at(2520), acked: true },
+        ];
+        assert_eq!(longest_gap(&attempts, t), Duration::from_millis(2490));
     }
 }

@@ -524,7 +524,7 @@ impl EtcdWriter {
                 next += 1;
                 let put = c.put(format!("{}{id}", Self::PREFIX), id.to_string(), None);
                 let acked = matches!(tokio::time::timeout(Duration::from_secs(2), put).await, Ok(Ok(_)));
-                l.lock().unwrap_or_else(|e| e.into_inner()).push(Attempt { id, at, acked });
+                l.lock().unwrap_or_else(|e| e.into_inner()).push(Attempt { id, at, done: Instant::now(), acked });
                 if !acked {
                     client = None;
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -951,7 +951,7 @@ async fn etcd_scales_3_to_5_to_3_under_writes_without_losing_any() -> TestResult
     figures.insert("acknowledged_writes_lost".into(), json!(lost.len()));
     let mut record = json!({
         "test": "etcd_scales_3_to_5_to_3_under_writes_without_losing_any",
-        "method": "patch spec.replicas 3 -> 5, then 5 -> 3, while one client puts one key at a time through the client Service (ClusterIP) from the node; time from the patch until Ready for the generation with that many healthy voters, etcd's member list agreeing (all started, no learner) and exactly those pods; longest time between two acknowledged puts during each step; every acknowledged key read back with a linearizable range after each step",
+        "method": "patch spec.replicas 3 -> 5, then 5 -> 3, while one client puts one key at a time through the client Service (ClusterIP) from the node; time from the patch until Ready for the generation with that many healthy voters, etcd's member list agreeing (all started, no learner) and exactly those pods; longest time between two acknowledgements of puts during each step; every acknowledged key read back with a linearizable range after each step",
         "unix_time": unix_now(),
     });
     if let Some(r) = record.as_object_mut() {
@@ -1142,7 +1142,7 @@ async fn etcd_image_change_rolls_followers_first_then_moves_the_leader() -> Test
         "etcd-rolling-upgrade.jsonl",
         json!({
             "test": "etcd_image_change_rolls_followers_first_then_moves_the_leader",
-            "method": "patch spec.image of a 3-member cluster to a second tag of the same etcd build while one client puts one key at a time through the client Service (ClusterIP) from the node; total time from the patch until every pod is replaced and ready, status records the roll complete and the cluster is Ready; longest time between two acknowledged puts; elections = raft term after - before",
+            "method": "patch spec.image of a 3-member cluster to a second tag of the same etcd build while one client puts one key at a time through the client Service (ClusterIP) from the node; total time from the patch until every pod is replaced and ready, status records the roll complete and the cluster is Ready; longest time between two acknowledgements of puts; elections = raft term after - before",
             "roll_seconds": took.as_secs_f64(), "write_gap_seconds": gap.as_secs_f64(),
             "write_gap_target_seconds": 2.0, "write_gap_target_met": gap <= Duration::from_secs(2),
             "elections": elections, "restart_order": order, "old_leader": leader,
@@ -1840,7 +1840,7 @@ impl Watch {
     }
 }
 
-/// The longest time between two acknowledged writes (an answered put, a cas that swapped)
+/// The longest time between two acknowledgements of writes (an answered put, a cas that swapped)
 /// that ends after `from` (nanoseconds of the history), by when they were acknowledged.
 fn write_gap(ops: &[Op], from: u64) -> Duration {
     let mut acked: Vec<u64> = ops.iter().filter(|op| acknowledged_write(op)).map(|op| op.ret).collect();
@@ -2164,7 +2164,7 @@ fn check_resumed_operator(
 async fn etcd_fault_leader_partitioned_from_its_peers() -> TestResult {
     fault_scenario(
         "etcd_fault_leader_partitioned_from_its_peers",
-        "iptables DROP of the two other members' pod IPs (INPUT and OUTPUT) in the leader's network namespace for 10 s, then removed, while 4 clients (random put / linearizable get / cas on 3 keys, 3 s timeout, then unknown outcome and a new connection) run through the client Service; election_seconds: from the cut until a member other than the old leader names another leader (each member's Maintenance.Status by pod IP, every 100 ms); write_unavailable_seconds: longest time between two acknowledged writes (put answered, cas swapped) ending after the cut; history checked with porcupine; every member's HashKV compared at the current revision",
+        "iptables DROP of the two other members' pod IPs (INPUT and OUTPUT) in the leader's network namespace for 10 s, then removed, while 4 clients (random put / linearizable get / cas on 3 keys, 3 s timeout, then unknown outcome and a new connection) run through the client Service; election_seconds: from the cut until a member other than the old leader names another leader (each member's Maintenance.Status by pod IP, every 100 ms); write_unavailable_seconds: longest time between two acknowledgements of writes (put answered, cas swapped) ending after the cut; history checked with porcupine; every member's HashKV compared at the current revision",
         Target::Leader,
         Partition::start,
     )
@@ -2182,7 +2182,7 @@ async fn etcd_fault_leader_partitioned_from_its_peers() -> TestResult {
 async fn etcd_fault_follower_paused_then_resumed() -> TestResult {
     fault_scenario(
         "etcd_fault_follower_paused_then_resumed",
-        "SIGSTOP of every process of a follower's etcd container for 10 s, then SIGCONT, while 4 clients (random put / linearizable get / cas on 3 keys, 3 s timeout) run through the client Service; election_seconds: from the pause until a member names a leader other than the one before (none expected); write_unavailable_seconds: longest time between two acknowledged writes ending after the pause; history checked with porcupine; every member's HashKV compared at the current revision",
+        "SIGSTOP of every process of a follower's etcd container for 10 s, then SIGCONT, while 4 clients (random put / linearizable get / cas on 3 keys, 3 s timeout) run through the client Service; election_seconds: from the pause until a member names a leader other than the one before (none expected); write_unavailable_seconds: longest time between two acknowledgements of writes ending after the pause; history checked with porcupine; every member's HashKV compared at the current revision",
         Target::Follower,
         |pod, _| Pause::start(pod, CONTAINER),
     )
@@ -2201,7 +2201,7 @@ async fn etcd_fault_follower_paused_then_resumed() -> TestResult {
 async fn etcd_fault_leader_paused_then_resumed() -> TestResult {
     fault_scenario(
         "etcd_fault_leader_paused_then_resumed",
-        "SIGSTOP of every process of the leader's etcd container for 10 s, then SIGCONT, while 4 clients (random put / linearizable get / cas on 3 keys, 3 s timeout) run through the client Service; election_seconds: from the pause until a member other than the old leader names another leader (Maintenance.Status by pod IP, every 100 ms); write_unavailable_seconds: longest time between two acknowledged writes ending after the pause; history checked with porcupine; every member's HashKV compared at the current revision",
+        "SIGSTOP of every process of the leader's etcd container for 10 s, then SIGCONT, while 4 clients (random put / linearizable get / cas on 3 keys, 3 s timeout) run through the client Service; election_seconds: from the pause until a member other than the old leader names another leader (Maintenance.Status by pod IP, every 100 ms); write_unavailable_seconds: longest time between two acknowledgements of writes ending after the pause; history checked with porcupine; every member's HashKV compared at the current revision",
         Target::Leader,
         |pod, _| Pause::start(pod, CONTAINER),
     )

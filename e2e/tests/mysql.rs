@@ -138,7 +138,7 @@ fn start_writer(
             )
             .await;
             let acked = matches!(r, Ok(Ok(())));
-            l.lock().await.push(Attempt { id, at, acked });
+            l.lock().await.push(Attempt { id, at, done: Instant::now(), acked });
             if !acked {
                 conn = None;
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -391,7 +391,7 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
     let acked = attempts.iter().filter(|a| a.acked).count();
     let mut gaps = Vec::new();
     for (before, after, killed, until) in &runs_done {
-        // Write unavailability: the longest time between two acknowledged writes, the later
+        // Write unavailability: the longest time between two acknowledgements of writes, the later
         // one after the kill (the earlier may be before it) and before the run ended.
         let window: Vec<Attempt> = attempts.iter().filter(|a| a.at <= *until).copied().collect();
         let gap = longest_gap(&window, *killed);
@@ -401,7 +401,7 @@ async fn mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_
             "mysql-failover.jsonl",
             json!({
                 "test": "mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes",
-                "method": "kubectl delete pod <primary> --grace-period=0 --force while one client inserts rows one at a time through the read-write Service (ClusterIP) from the node; the longest time between two acknowledged inserts from the kill until the cluster is Ready again",
+                "method": "kubectl delete pod <primary> --grace-period=0 --force while one client inserts rows one at a time through the read-write Service (ClusterIP) from the node; the longest time between two acknowledgements of inserts from the kill until the cluster is Ready again",
                 "killed": before, "primary_after": after,
                 "write_unavailable_seconds": gap.as_secs_f64(),
                 "acknowledged_writes": acked, "acknowledged_writes_lost": lost.len(),
@@ -479,7 +479,7 @@ async fn mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause(
         "mysql-switchover.jsonl",
         json!({
             "test": "mysql_switchover_on_request_moves_the_primary_with_a_short_write_pause",
-            "method": "annotate mysql.statecraft.io/switchover-to=db-2 while one client inserts rows one at a time through the read-write Service; longest time between two acknowledged inserts after the request",
+            "method": "annotate mysql.statecraft.io/switchover-to=db-2 while one client inserts rows one at a time through the read-write Service; longest time between two acknowledgements of inserts after the request",
             "primary_recorded_seconds": recorded.as_secs_f64(),
             "write_gap_seconds": gap.as_secs_f64(),
             "acknowledged_writes_lost": lost.len(),
@@ -562,7 +562,7 @@ async fn mysql_config_change_rolls_replicas_first_with_one_switchover() -> TestR
         "mysql-rolling-restart.jsonl",
         json!({
             "test": "mysql_config_change_rolls_replicas_first_with_one_switchover",
-            "method": "patch spec.serverConfig (max_connections) of a 3-server cluster while one client inserts rows one at a time through the read-write Service; total roll time and the longest time between two acknowledged inserts",
+            "method": "patch spec.serverConfig (max_connections) of a 3-server cluster while one client inserts rows one at a time through the read-write Service; total roll time and the longest time between two acknowledgements of inserts",
             "roll_seconds": took.as_secs_f64(),
             "write_gap_seconds": gap.as_secs_f64(),
             "primary_changes": primaries.len() - 1,
@@ -598,6 +598,30 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
     // Refused by the API server (schema and CEL).
     let even = db.patch(json!({"spec": {"replicas": 2}})).err().ok_or("2 replicas accepted")?;
     assert!(even.to_string().contains("spec.replicas"), "{even}");
+    // The same through the scale subresource, which reads back the servers in force.
+    let scaled = db.kubectl(&["scale", "mysqlcluster", "db", "--replicas", "2"]).err().ok_or("scale to 2 accepted")?;
+    assert!(scaled.to_string().contains("spec.replicas"), "{scaled}");
+    let scale = db.kubectl(&[
+        "get",
+        "--raw",
+        &format!("/apis/mysql.statecraft.io/v1alpha1/namespaces/{}/mysqlclusters/db/scale", db.ns.name),
+    ])?;
+    let scale: serde_json::Value = serde_json::from_str(&scale)?;
+    assert_eq!(
+        (scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()),
+        (Some(1), Some(1)),
+        "{scale}"
+    );
+    assert!(
+        scale["status"]["selector"].as_str().is_some_and(|s| s.contains("app.kubernetes.io/instance=db")),
+        "{scale}"
+    );
+    // The category reaches kubectl through discovery, which lags a CRD just applied.
+    wait_until(Duration::from_secs(60), "kubectl get statecraft lists the cluster", || async {
+        let listed = db.kubectl(&["get", "statecraft", "-o", "name"]).ok()?;
+        listed.contains("mysqlcluster.mysql.statecraft.io/db").then_some(())
+    })
+    .await?;
     let flavor =
         db.patch(json!({"spec": {"flavor": "mysql", "version": "8.4"}})).err().ok_or("flavor change accepted")?;
     assert!(flavor.to_string().contains("spec.flavor is immutable"), "{flavor}");
@@ -679,6 +703,9 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     assert_eq!(status.common.phase.as_deref(), Some("Succeeded"), "{status:?}");
     let size = status.common.size.unwrap_or_default();
     assert!(size > 300_000, "the dump holds the blob: {size} bytes");
+    let shown =
+        db.kubectl(&["get", "mysqlbk", "first", "-o", "custom-columns=SIZE:.status.storedSize", "--no-headers"])?;
+    assert!(shown.trim().ends_with("KiB") || shown.trim().ends_with("MiB"), "kubectl shows a readable size: {shown}");
     assert!(status.gtid_position.as_deref().is_some_and(|g| g.starts_with("0-")), "{status:?}");
     assert!(status.common.sha256.as_deref().is_some_and(|s| s.len() == 64));
     let url = status.common.location.clone().unwrap_or_default();
@@ -802,7 +829,7 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
     db.kubectl(&["delete", "pod", &before, "--grace-period=0", "--force", "--wait=false"])?;
     let leader = db.kill_leader()?;
     let first_write = wait_until(Duration::from_secs(120), "a write acknowledged after the kill", || async {
-        writer.attempts().await.iter().find(|a| a.acked && a.at > killed).map(|a| a.at.duration_since(killed))
+        writer.attempts().await.iter().find(|a| a.acked && a.at > killed).map(|a| a.done.duration_since(killed))
     })
     .await?;
     db.ready().await?;
@@ -1051,7 +1078,7 @@ async fn mysql_version_upgrade_rolls_with_one_primary_change() -> TestResult {
         "mysql-upgrade.jsonl",
         json!({
             "test": "mysql_version_upgrade_rolls_with_one_primary_change",
-            "method": "patch spec.version 10.11 -> 10.11.19 and spec.image to a second tag of the same build, 3 servers, one client inserting through the read-write Service; total roll time and longest time between two acknowledged inserts",
+            "method": "patch spec.version 10.11 -> 10.11.19 and spec.image to a second tag of the same build, 3 servers, one client inserting through the read-write Service; total roll time and longest time between two acknowledgements of inserts",
             "roll_seconds": took.as_secs_f64(), "write_gap_seconds": gap.as_secs_f64(),
             "primary_changes": primaries.len() - 1, "acknowledged_writes_lost": lost.len(), "unix_time": unix_now(),
         }),

@@ -247,7 +247,7 @@ const REGISTERS: &str = "4 register clients read (SELECT), write (INSERT ... ON 
 async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
     fault_scenario_with(
         "mysql_fault_primary_paused_past_failover_then_resumed",
-        &format!("SIGSTOP of every process of the primary's mysql container until another primary is recorded (and at least 10 s), then SIGCONT, while 4 clients insert rows one at a time through the read-write Service and {REGISTERS}; write unavailability is the longest time between two acknowledged inserts after the pause; replicas' CHECKSUM TABLE compared with the primary's"),
+        &format!("SIGSTOP of every process of the primary's mysql container until another primary is recorded (and at least 10 s), then SIGCONT, while 4 clients insert rows one at a time through the read-write Service and {REGISTERS}; write unavailability is the longest time between two acknowledgements of inserts after the pause; replicas' CHECKSUM TABLE compared with the primary's"),
         Lasting::UntilFailover,
         &Registers,
         async |db, primary| Pause::start(&db.pod(primary)?, "mysql"),
@@ -269,7 +269,7 @@ async fn mysql_fault_primary_paused_past_failover_then_resumed() -> TestResult {
 async fn mysql_fault_operator_cut_off_from_the_primary() -> TestResult {
     fault_scenario_with(
         "mysql_fault_operator_cut_off_from_the_primary",
-        &format!("iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service and {REGISTERS}; write unavailability is the longest time between two acknowledged inserts after the cut; replicas' CHECKSUM TABLE compared with the primary's"),
+        &format!("iptables DROP of the operator pods' addresses in the primary's network namespace (both directions) until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service and {REGISTERS}; write unavailability is the longest time between two acknowledgements of inserts after the cut; replicas' CHECKSUM TABLE compared with the primary's"),
         Lasting::UntilFailover,
         &Registers,
         async |db, primary| Partition::start(&db.pod(primary)?, &db.operator_ips()?),
@@ -366,7 +366,7 @@ impl Workload for HandOver {
 async fn mysql_fault_primary_evicted_hands_over_before_its_server_stops() -> TestResult {
     fault_scenario_with(
         "mysql_fault_primary_evicted_hands_over_before_its_server_stops",
-        "Eviction API on the primary's pod (policy/v1, as kubectl drain does) while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the eviction; Events counted: Switchover, Failover, FailedPreStopHook; replicas' CHECKSUM TABLE compared with the primary's",
+        "Eviction API on the primary's pod (policy/v1, as kubectl drain does) while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledgements of inserts after the eviction; Events counted: Switchover, Failover, FailedPreStopHook; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::UntilFailover,
         &HandOver,
         async |db, primary| db.evict(primary),
@@ -383,7 +383,7 @@ async fn mysql_fault_primary_evicted_hands_over_before_its_server_stops() -> Tes
 async fn mysql_fault_operator_leader_and_primary_deleted_together() -> TestResult {
     fault_scenario_with(
         "mysql_fault_operator_leader_and_primary_deleted_together",
-        "kubectl delete pod (graceful) of the operator pod holding the Lease, then of the primary's pod, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the deletions; replicas' CHECKSUM TABLE compared with the primary's",
+        "kubectl delete pod (graceful) of the operator pod holding the Lease, then of the primary's pod, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledgements of inserts after the deletions; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::UntilFailover,
         &HandOver,
         async |db, primary| db.delete_leader_and(primary),
@@ -456,7 +456,7 @@ impl Db {
 async fn mysql_fault_primary_cut_off_from_its_replicas() -> TestResult {
     fault_scenario_with(
         "mysql_fault_primary_cut_off_from_its_replicas",
-        "iptables DROP of both replicas' addresses in the primary's network namespace (both directions) for 20 s, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the cut; Failover Events counted; replicas' CHECKSUM TABLE compared with the primary's",
+        "iptables DROP of both replicas' addresses in the primary's network namespace (both directions) for 20 s, while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledgements of inserts after the cut; Failover Events counted; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::For(Duration::from_secs(20)),
         &NoFailover { waits: &[] },
         async |db, primary| Partition::start(&db.pod(primary)?, &db.replica_ips(primary)?),
@@ -475,7 +475,7 @@ async fn mysql_fault_primary_cut_off_from_its_replicas() -> TestResult {
 async fn mysql_fault_primary_isolated_from_everything() -> TestResult {
     fault_scenario(
         "mysql_fault_primary_isolated_from_everything",
-        "iptables DROP of all traffic but loopback in the primary's network namespace until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledged inserts after the isolation; replicas' CHECKSUM TABLE compared with the primary's",
+        "iptables DROP of all traffic but loopback in the primary's network namespace until another primary is recorded (and at least 10 s), while 4 clients insert rows one at a time through the read-write Service; write unavailability is the longest time between two acknowledgements of inserts after the isolation; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::UntilFailover,
         async |db, primary| Partition::isolate(&db.pod(primary)?),
     )
@@ -497,7 +497,7 @@ async fn mysql_fault_primary_isolated_from_everything() -> TestResult {
 async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() -> TestResult {
     fault_scenario_with(
         "mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down",
-        "iptables DROP between the primary and one replica (both directions) for 2 s while 4 clients insert rows one at a time through the read-write Service, so the other replica alone acknowledges; then SIGSTOP of the primary's mysql container and SIGKILL of that replica's, for 20 s; then SIGCONT and the partition healed; write unavailability is the longest time between two acknowledged inserts after the partition started; Failover and refusal Events counted; replicas' CHECKSUM TABLE compared with the primary's",
+        "iptables DROP between the primary and one replica (both directions) for 2 s while 4 clients insert rows one at a time through the read-write Service, so the other replica alone acknowledges; then SIGSTOP of the primary's mysql container and SIGKILL of that replica's, for 20 s; then SIGCONT and the partition healed; write unavailability is the longest time between two acknowledgements of inserts after the partition started; Failover and refusal Events counted; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::For(Duration::from_secs(20)),
         // While the killed server is down, the refusal is NotEnoughReplicasForSafeFailover,
         // named after the pod's own problem once the kubelet backs off its restarts (a
@@ -529,7 +529,7 @@ async fn mysql_fault_most_advanced_replica_restarts_while_the_primary_is_down() 
 async fn mysql_fault_api_server_stopped_for_a_minute() -> TestResult {
     fault_scenario_with(
         "mysql_fault_api_server_stopped_for_a_minute",
-        "SIGSTOP of the local cluster's kube-apiserver for 60 s, then SIGCONT, while 4 clients insert rows one at a time through the read-write Service (connection options read before); write unavailability is the longest time between two acknowledged inserts after the stop; Failover Events counted; replicas' CHECKSUM TABLE compared with the primary's",
+        "SIGSTOP of the local cluster's kube-apiserver for 60 s, then SIGCONT, while 4 clients insert rows one at a time through the read-write Service (connection options read before); write unavailability is the longest time between two acknowledgements of inserts after the stop; Failover Events counted; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::For(Duration::from_secs(60)),
         &NoFailover { waits: &[] },
         async |_, _| {
@@ -566,7 +566,7 @@ impl Db {
 async fn mysql_fault_operator_leader_and_primary_killed_together() -> TestResult {
     fault_scenario(
         "mysql_fault_operator_leader_and_primary_killed_together",
-        "SIGKILL of the processes of the operator pod holding the Lease (lease 4 s, retries every 0.5 s) and of the primary's mysql container, then both pods force-deleted, while 4 clients insert rows one at a time through the read-write Service; 15 s later the writers stop; write unavailability is the longest time between two acknowledged inserts after the kill; replicas' CHECKSUM TABLE compared with the primary's",
+        "SIGKILL of the processes of the operator pod holding the Lease (lease 4 s, retries every 0.5 s) and of the primary's mysql container, then both pods force-deleted, while 4 clients insert rows one at a time through the read-write Service; 15 s later the writers stop; write unavailability is the longest time between two acknowledgements of inserts after the kill; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::For(Duration::from_secs(15)),
         async |db, primary| db.kill_leader_and(primary),
     )

@@ -6,7 +6,8 @@
 #   statecraft-system);
 # - deploy/<operator>/capabilities.json (`capabilities`: the criteria it claims);
 # - deploy/<operator>/sample-objects.yaml (`sample-objects`: the objects it builds for its
-#   sample resource; not for installing).
+#   sample resource; not for installing);
+# - docs/api/<operator>.md (`api-reference`: every field of every resource, from the CRDs).
 # e2e/tests/manifests_up_to_date.rs fails when these files are stale.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -29,11 +30,13 @@ write() {
   fi
 }
 
+mkdir -p docs/api
 for op in mysql kafka etcd; do
   mkdir -p "deploy/$op"
   write "crds/$op.yaml" cargo run -q --locked -p "statecraft-$op" -- crd
   write "deploy/$op/operator.yaml" cargo run -q --locked -p "statecraft-$op" -- manifests --namespace statecraft-system
   write "deploy/$op/capabilities.json" cargo run -q --locked -p "statecraft-$op" -- capabilities
   write "deploy/$op/sample-objects.yaml" cargo run -q --locked -p "statecraft-$op" -- sample-objects
-  log "crds/$op.yaml deploy/$op/{operator.yaml,capabilities.json,sample-objects.yaml}"
+  write "docs/api/$op.md" cargo run -q --locked -p "statecraft-$op" -- api-reference
+  log "crds/$op.yaml deploy/$op/{operator.yaml,capabilities.json,sample-objects.yaml} docs/api/$op.md"
 done

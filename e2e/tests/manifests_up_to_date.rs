@@ -2,9 +2,10 @@
 //! `crds/<operator>.yaml` (the `crd` subcommand), `deploy/<operator>/operator.yaml`
 //! (`manifests`), and the two files `statecraft-capability` reads instead of linking the
 //! operator: `deploy/<operator>/capabilities.json` (`capabilities`) and
-//! `deploy/<operator>/sample-objects.yaml` (`sample-objects`). Regenerate them all with
-//! `make manifests`.
+//! `deploy/<operator>/sample-objects.yaml` (`sample-objects`), and the API reference
+//! `docs/api/<operator>.md` (`api-reference`). Regenerate them all with `make manifests`.
 
+use statecraft_shared::reference::api_reference;
 use statecraft_shared::runner::{Operator, capabilities_json, crd_yaml, manifests_yaml, sample_objects_yaml};
 
 fn same_as_file(file: &str, generated: &str) {
@@ -24,6 +25,7 @@ fn check<O: Operator>(short: &str) {
     same_as_file(&format!("deploy/{short}/capabilities.json"), &format!("{}\n", capabilities_json::<O>()));
     let samples = sample_objects_yaml::<O>().unwrap_or_else(|e| panic!("building sample objects of {}: {e}", O::NAME));
     same_as_file(&format!("deploy/{short}/sample-objects.yaml"), &samples);
+    same_as_file(&format!("docs/api/{short}.md"), &api_reference(O::NAME, &O::crds()));
 }
 
 #[test]

@@ -32,6 +32,9 @@ pub enum Command {
     Run(RunArgs),
     /// Print the operator's CustomResourceDefinitions as YAML.
     Crd,
+    /// Print the API reference of the operator's resources (every field, its type,
+    /// constraints and description, and the validation rules), as Markdown.
+    ApiReference,
     /// Print the ServiceAccount, Role and RoleBinding the operator needs, as YAML.
     Rbac {
         /// Namespace the operator is installed in and watches.
@@ -208,6 +211,8 @@ mod tests {
         let cli = Cli::try_parse_from(["op", "capabilities"]).expect("valid command line");
         assert!(matches!(cli.command, Command::Capabilities));
         assert!(Cli::try_parse_from(["op", "capabilities", "extra"]).is_err());
+        let cli = Cli::try_parse_from(["op", "api-reference"]).expect("valid command line");
+        assert!(matches!(cli.command, Command::ApiReference));
         let cli = Cli::try_parse_from(["op", "sample-objects"]).expect("valid command line");
         assert!(matches!(cli.command, Command::SampleObjects));
         assert!(Cli::try_parse_from(["op", "sample-objects", "extra"]).is_err());

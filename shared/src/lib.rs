@@ -23,6 +23,7 @@
 //! - [`statefulset`]: the pieces of a StatefulSet cluster: names, owned metadata, headless
 //!   Service, PodDisruptionBudget, claim template and the StatefulSet skeleton.
 //! - [`rebuild`]: replace a StatefulSet member with an empty one (claim, then pod).
+//! - [`reference`]: the API reference page of an operator's resources, from its CRDs.
 //! - [`deploy`]: the Deployment every operator runs as (leader election, locked down).
 //! - `testing` (feature `testing`): a real etcd + kube-apiserver and a real S3 server for tests.
 // No panics on what a user or the network controls: `make check` (clippy) refuses
@@ -48,6 +49,7 @@ pub mod quantity;
 pub mod rbac;
 pub mod reason;
 pub mod rebuild;
+pub mod reference;
 pub mod runner;
 pub mod s3;
 pub mod statefulset;

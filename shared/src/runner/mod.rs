@@ -239,6 +239,10 @@ pub async fn main<O: Operator>() -> ExitCode {
             }
             Err(e) => fail(e),
         },
+        Command::ApiReference => {
+            print!("{}", crate::reference::api_reference(O::NAME, &O::crds()));
+            ExitCode::SUCCESS
+        }
         Command::Rbac { namespace } => match rbac_yaml::<O>(&namespace) {
             Ok(yaml) => {
                 print!("{yaml}");

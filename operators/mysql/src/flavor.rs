@@ -141,11 +141,12 @@ pub trait FlavorSql: Send + Sync {
     /// stops, opens a new connection to its source to kill its binary log dump there, and
     /// the stop waits for it up to `rpl_semi_sync_slave_kill_conn_timeout` (default 5 s).
     /// Measured in e2e and by hand in a pod (source frozen or its address gone): every
-    /// `STOP SLAVE` took 2.0 s (the stop re-signals its thread every 2 s), 1.0 s with the
+    /// `STOP SLAVE` took 2.0 s (also with the timeout at 20 s: it seems the stop, which
+    /// re-signals its thread every 2 s, cuts the wait short), 1.0 s with the
     /// timeout at 1; a failover and a reinstated primary's first commits waited for it.
     /// Turning semi-sync's replica side off first does not help on MariaDB 10.11 (the
     /// receiver still makes the connection). A live source answers that connection in
-    /// milliseconds, so 1 s (the variable's unit; 0 means no timeout) costs nothing there.
+    /// milliseconds, so 1 s (the variable counts whole seconds) costs nothing there.
     /// Dynamic, and set before each stop rather than in the configuration, so a running
     /// cluster gets it without a roll and a restarted server cannot miss it.
     fn before_stopping_replica(&self) -> Option<&'static str>;

@@ -66,10 +66,10 @@ fn resource(out: &mut String, crd: &CustomResourceDefinition) {
 fn fields(out: &mut String, path: &str, node: &Value, rules: &mut Vec<(String, String)>) {
     collect_rules(path, node, rules);
     if let Some(props) = node["properties"].as_object() {
+        let required = strings(&node["required"]);
         for (name, prop) in props {
             let p = format!("{path}.{name}");
-            let required = strings(&node["required"]).iter().any(|r| r == name);
-            row(out, &p, prop, required);
+            row(out, &p, prop, required.contains(name));
             fields(out, &p, prop, rules);
         }
     }

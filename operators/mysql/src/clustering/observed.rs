@@ -10,7 +10,8 @@ use super::heal::Healing;
 /// The whole cluster as observed in one pass.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
-    /// Servers wanted (`spec.replicas`); 0 when the cluster is stopped.
+    /// Servers wanted (`spec.replicas`, or auto-scaling's count when it is on); 0 when the
+    /// cluster is stopped.
     pub replicas: u32,
     /// `spec.paused`: report only, change nothing.
     pub paused: bool,

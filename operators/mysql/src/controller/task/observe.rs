@@ -134,12 +134,11 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         .and_then(|r| ordinal_of(&name, r));
 
     let services = services(&rt.client, &rt.namespace, &names, &name).await?;
-    let listed = services.read_write.clone();
     let read_started = Instant::now();
     let members = gather(&dp, &targets, recorded, &mut memory.streaks).await;
     let restarted = memory.restarts.observe(&members, recorded, read_started..Instant::now());
     let broken_for = memory.broken.observe(&members, recorded, Instant::now());
-    let routed = memory.routes.observe(&listed, &closed_pods(&pods, &members, &names), Instant::now());
+    let routed = memory.routes.observe(&services.read_write, &closed_pods(&pods, &members, &names), Instant::now());
     let deleting: Vec<String> =
         pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()).filter_map(|p| p.uid()).collect();
     memory.terminating_since.retain(|uid, _| deleting.contains(uid));

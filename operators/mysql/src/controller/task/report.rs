@@ -79,11 +79,7 @@ fn fill_status(
     let generation = cluster.metadata.generation;
     let primary_ok = d.verdicts.iter().any(|v| v.role == Some(Role::Primary) && v.healthy);
     status.phase = Some(d.health.as_str().to_string());
-    status.replicas = Some(match &status.auto_scaling {
-        _ if cluster.spec.stopped => 0,
-        Some(scaling) => scaling.replicas,
-        None => cluster.spec.replicas,
-    });
+    status.replicas = Some(i32::try_from(o.replicas).unwrap_or(i32::MAX));
     status.selector = Some(names.set().selector_query());
     status.read_write_service = Some(names.read_write_service());
     status.read_only_service = Some(names.read_only_service());
@@ -221,6 +217,10 @@ mod tests {
         fill_status(&mut status, &mysql, &names, &o, &serving(&[0], &[]), &d, None, None);
         let message = status.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.message.clone());
         assert_eq!(message.as_deref(), Some("Service db-replicas lists no replica yet"));
+        assert_eq!(status.replicas, Some(3), "the servers in force, as the pass observed them");
+        o.replicas = 0;
+        fill_status(&mut status, &mysql, &names, &o, &serving(&[0], &[]), &d, None, None);
+        assert_eq!(status.replicas, Some(0), "a stopped cluster runs none");
     }
 
     /// `status.deposedPrimary` is set by the effect of the failover's own pass, whose

@@ -4,6 +4,8 @@
 # - crds/<operator>.yaml (the `crd` subcommand);
 # - deploy/<operator>/operator.yaml (`manifests`: RBAC and Deployment, for namespace
 #   statecraft-system);
+# - deploy/<operator>/install.yaml (`install`: the one file a user applies: Namespace
+#   statecraft-system, CRDs, RBAC, Deployment; also the kustomize base's one resource);
 # - deploy/<operator>/capabilities.json (`capabilities`: the criteria it claims);
 # - deploy/<operator>/sample-objects.yaml (`sample-objects`: the objects it builds for its
 #   sample resource; not for installing);
@@ -35,8 +37,9 @@ for op in mysql kafka etcd; do
   mkdir -p "deploy/$op"
   write "crds/$op.yaml" cargo run -q --locked -p "statecraft-$op" -- crd
   write "deploy/$op/operator.yaml" cargo run -q --locked -p "statecraft-$op" -- manifests --namespace statecraft-system
+  write "deploy/$op/install.yaml" cargo run -q --locked -p "statecraft-$op" -- install --namespace statecraft-system
   write "deploy/$op/capabilities.json" cargo run -q --locked -p "statecraft-$op" -- capabilities
   write "deploy/$op/sample-objects.yaml" cargo run -q --locked -p "statecraft-$op" -- sample-objects
   write "docs/api/$op.md" cargo run -q --locked -p "statecraft-$op" -- api-reference
-  log "crds/$op.yaml deploy/$op/{operator.yaml,capabilities.json,sample-objects.yaml} docs/api/$op.md"
+  log "crds/$op.yaml deploy/$op/{operator.yaml,install.yaml,capabilities.json,sample-objects.yaml} docs/api/$op.md"
 done

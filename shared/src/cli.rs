@@ -51,6 +51,16 @@ pub enum Command {
         #[arg(long)]
         image: Option<String>,
     },
+    /// Print one file that installs the operator on a cluster with
+    /// `kubectl apply --server-side -f`: its Namespace, CRDs, RBAC and Deployment.
+    Install {
+        /// Namespace the operator is installed in and watches (created by the file).
+        #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
+        namespace: String,
+        /// The operator image; defaults to the one this build ships with.
+        #[arg(long)]
+        image: Option<String>,
+    },
     /// Run one of the operator's Job tasks (a backup, a restore) in the pod of a Job the
     /// operator created. The task reads its parameters from environment variables, so
     /// that secrets come from Secret references and never appear on a command line.
@@ -124,6 +134,11 @@ pub struct RunArgs {
     /// This replica's identity in the Lease. Defaults to the pod name, else host name and pid.
     #[arg(long, env = "POD_NAME")]
     pub leader_identity: Option<String>,
+
+    /// The operator's own pod (in its namespace), from which it learns the image its Jobs
+    /// run. Set by the Deployment through the downward API.
+    #[arg(long, env = "POD_NAME", hide = true)]
+    pub pod_name: Option<String>,
 
     /// Log format.
     #[arg(long, env = "STATECRAFT_LOG_FORMAT", value_enum, default_value = "json")]

@@ -117,13 +117,33 @@ pub fn spread_over_nodes(labels: &BTreeMap<String, String>) -> Affinity {
     }
 }
 
-/// Environment variable with the operator's own image, set in its Deployment.
+/// Environment variable that overrides the operator's own image where it cannot read its
+/// pod (run outside a cluster).
 pub const OPERATOR_IMAGE_ENV: &str = "STATECRAFT_OPERATOR_IMAGE";
 
-/// The operator's own image: from [`OPERATOR_IMAGE_ENV`] when running from its Deployment,
-/// else the default image of `name` from `images.env`.
+/// The name of the operator's container in its Deployment.
+pub const OPERATOR_CONTAINER: &str = "operator";
+
+/// The image the operator's own pod runs, read from the pod when `run` starts.
+static OWN_IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the image of the operator's own container (see [`operator_image`]); only the
+/// first call counts.
+pub fn set_operator_image(image: String) {
+    let _ = OWN_IMAGE.set(image);
+}
+
+/// The operator's own image, which its Jobs run: the one its pod runs, else
+/// [`OPERATOR_IMAGE_ENV`], else the default image of `name` from `images.env`. Read from the
+/// pod rather than from a copy in the Deployment, because whoever installs the operator
+/// (kustomize's `images:`, Helm values, OLM mirroring) rewrites the container's image and
+/// nothing else: a copy would go stale and Jobs would pull an image that is not there.
 pub fn operator_image(name: &str) -> Option<String> {
-    std::env::var(OPERATOR_IMAGE_ENV).ok().filter(|i| !i.is_empty()).or_else(|| default_image(name).map(str::to_string))
+    OWN_IMAGE
+        .get()
+        .cloned()
+        .or_else(|| std::env::var(OPERATOR_IMAGE_ENV).ok().filter(|i| !i.is_empty()))
+        .or_else(|| default_image(name).map(str::to_string))
 }
 
 /// The operator's Deployment in `namespace`, running `image` as service account `name`.
@@ -136,7 +156,7 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
         BTreeMap::from([("cpu".to_string(), Quantity(cpu.into())), ("memory".to_string(), Quantity(memory.into()))])
     };
     let container = Container {
-        name: "operator".into(),
+        name: OPERATOR_CONTAINER.into(),
         image: Some(image.into()),
         image_pull_policy: Some("IfNotPresent".into()),
         args: Some(vec!["run".into()]),
@@ -144,8 +164,6 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
             field_env("POD_NAME", "metadata.name"),
             field_env("STATECRAFT_NAMESPACE", "metadata.namespace"),
             EnvVar { name: "STATECRAFT_LEADER_ELECTION".into(), value: Some("true".into()), ..Default::default() },
-            // Operators that run Jobs with their own binary (backups) need their image.
-            EnvVar { name: OPERATOR_IMAGE_ENV.into(), value: Some(image.into()), ..Default::default() },
         ]),
         ports: Some(vec![
             ContainerPort { name: Some("metrics".into()), container_port: METRICS_PORT, ..Default::default() },
@@ -224,7 +242,7 @@ mod tests {
         assert_eq!(pod.security_context.and_then(|s| s.run_as_non_root), Some(true));
         let env: Vec<_> = c.env.iter().flatten().map(|e| e.name.as_str()).collect();
         assert!(env.contains(&"POD_NAME") && env.contains(&"STATECRAFT_LEADER_ELECTION"));
-        assert!(env.contains(&OPERATOR_IMAGE_ENV), "operators that run Jobs need their own image");
+        assert!(!env.contains(&OPERATOR_IMAGE_ENV), "the image is read from the pod: a copy would go stale");
         assert!(c.liveness_probe.is_some() && c.readiness_probe.is_some());
         assert!(c.resources.as_ref().and_then(|r| r.limits.as_ref()).is_some());
         assert_eq!(pod.service_account_name.as_deref(), Some("statecraft-mysql"));

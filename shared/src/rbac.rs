@@ -143,6 +143,8 @@ pub fn base_rules() -> Vec<Rule> {
     vec![
         Rule::new("coordination.k8s.io", &["leases"], &["get", "watch", "create", "update"]),
         Rule::new("events.k8s.io", &["events"], &["create", "patch"]),
+        // Its own pod, for the image its Jobs run (`deploy::operator_image`).
+        Rule::new("", &["pods"], &["get"]),
     ]
 }
 
@@ -654,8 +656,10 @@ mod tests {
         let base = base_rules();
         validate(&base).expect("base rules are valid");
         let groups: Vec<_> = base.iter().map(|r| r.api_group).collect();
-        assert_eq!(groups, ["coordination.k8s.io", "events.k8s.io"]);
-        assert!(!base.iter().any(|r| r.api_group == CORE_GROUP), "kube's Recorder writes events.k8s.io only");
+        assert_eq!(groups, ["coordination.k8s.io", "events.k8s.io", CORE_GROUP]);
+        let core: Vec<_> = base.iter().filter(|r| r.api_group == CORE_GROUP).collect();
+        assert_eq!(core.len(), 1, "kube's Recorder writes events.k8s.io only: no core events");
+        assert_eq!((core[0].resources, core[0].verbs), (&["pods"][..], &["get"][..]), "its own pod, read once");
     }
 
     /// Every kind of refused rule, with the text its error must contain to name the rule.

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::{Action, Controller};
@@ -257,6 +258,13 @@ pub async fn main<O: Operator>() -> ExitCode {
             }
             Err(e) => fail(e),
         },
+        Command::Install { namespace, image } => match install_yaml::<O>(&namespace, image.as_deref()) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
         Command::Job { name } => {
             init_job_tracing();
             match O::run_job(&name).await {
@@ -412,6 +420,21 @@ pub fn manifests_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Resu
     Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace)?))
 }
 
+/// What `install` prints: the Namespace, the CRDs and [`manifests_yaml`], in the order
+/// `kubectl apply` needs (the Namespace before what lives in it).
+pub fn install_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result<String> {
+    let ns = k8s_openapi::api::core::v1::Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(namespace.into()),
+            labels: Some([("app.kubernetes.io/part-of".to_string(), "statecraft".to_string())].into_iter().collect()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let ns = serde_norway::to_string(&ns).map_err(|e| Error::Permanent(format!("rendering Namespace: {e}")))?;
+    Ok(format!("---\n{ns}{}{}", crd_yaml(&O::crds())?, manifests_yaml::<O>(namespace, image)?))
+}
+
 fn init_tracing(args: &RunArgs) {
     let filter = tracing_subscriber::EnvFilter::try_new(&args.log_filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -446,6 +469,9 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
         Runtime::new(client.clone(), namespace.clone(), O::NAME, identity.clone())?.with_leadership(leadership.clone()),
     );
     info!(operator = O::NAME, %namespace, %identity, "starting");
+    if let Some(pod) = &args.pod_name {
+        learn_own_image(&client, &namespace, pod).await;
+    }
 
     let ready = Arc::new(AtomicBool::new(false));
     let stop = CancellationToken::new();
@@ -508,6 +534,30 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
     }
     info!("stopped cleanly");
     Ok(())
+}
+
+/// Reads the image of the operator's own container from its pod, for the Jobs it runs
+/// (see [`crate::deploy::operator_image`]). Without it (the pod unreadable) they fall back
+/// to the environment or the build's default, which is said in the log.
+async fn learn_own_image(client: &Client, namespace: &str, pod: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let image = match pods.get(pod).await {
+        Ok(p) => p
+            .spec
+            .and_then(|s| s.containers.into_iter().find(|c| c.name == crate::deploy::OPERATOR_CONTAINER))
+            .and_then(|c| c.image),
+        Err(e) => {
+            warn!(%pod, error = %e, "cannot read the operator's own pod: its Jobs run the default image");
+            return;
+        }
+    };
+    match image {
+        Some(image) => {
+            info!(%image, "the operator's Jobs run its own image");
+            crate::deploy::set_operator_image(image);
+        }
+        None => warn!(%pod, "the operator's pod has no container named operator: its Jobs run the default image"),
+    }
 }
 
 fn spawn_signal_handler(stop: CancellationToken) {

@@ -108,6 +108,9 @@ fn registered() -> Catalogue {
     servers.abnormalities("db", "db-1", &[lag]);
     servers.autoscaling("db", Some(("client_connections_per_replica", Some(2.0), 3)));
     servers.acknowledgements("db", statecraft_mysql::clustering::acks::Acknowledgements::Waiting { primary: 0 });
+    servers.backup_succeeded("db", 1_700_000_000);
+    servers.backup_finished("db", true);
+    servers.backup_finished("db", false);
 
     let operations = [
         Operation::Bootstrap { primary: 0 },

@@ -2,7 +2,9 @@
 # Installs everything the build and the tests need, idempotently: Debian packages, then
 # the pinned Kubernetes and etcd binaries (built from their Go modules), the e2e tests'
 # linearizability checker (statecraft-porcupine, also from a Go module), Prometheus's
-# promtool (the alerts' unit tests, from the Prometheus Go module) and the S3 server
+# promtool (the alerts' unit tests, from the Prometheus Go module), helm (charts linted and
+# rendered by Helm's own code, from its Go module), statecraft-olm-validate (OLM bundles
+# checked by the Operator Framework's own validators, from its Go module) and the S3 server
 # used by tests. Safe to run again; each step skips what is already there.
 source "$(dirname "$0")/lib.sh"
 
@@ -41,10 +43,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
-command -v go >/dev/null || { echo "go not found: install Go 1.24 or newer first" >&2; exit 1; }
+command -v go >/dev/null || { echo "go not found: install Go 1.26 or newer first (promtool and helm need it)" >&2; exit 1; }
 
 "$ROOT/scripts/build-kube.sh"
 "$ROOT/scripts/build-porcupine.sh"
 "$ROOT/scripts/build-promtool.sh"
+"$ROOT/scripts/build-helm.sh"
+"$ROOT/scripts/build-olm-validate.sh"
 "$ROOT/scripts/install-s3-server.sh"
 "$ROOT/scripts/install-kafka-jars.sh" >/dev/null

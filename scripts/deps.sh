@@ -29,6 +29,8 @@ APT_PACKAGES=(
   sysbench
   # the capability report's HTML page is rendered headless in a screenshot test
   chromium
+  # scripts read JSON reports (test-bundles.sh)
+  jq
 )
 
 missing=()

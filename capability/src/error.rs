@@ -58,6 +58,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// An input of an OLM bundle (`bundle`) lacks what the bundle needs, or the output
+    /// directory is not one a bundle may replace.
+    #[error("{}: {message}", path.display())]
+    Bundle {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// A command-line argument names something unknown.
     #[error("{0}")]
     Usage(String),

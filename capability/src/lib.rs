@@ -14,10 +14,12 @@
 //! - [`next`]: which e2e tests (and which command) would prove what is not confirmed yet.
 //! - [`report`]: building a report (the workspace's operators, or `assess` of manifests).
 //! - [`render`]: table, Markdown, JSON and HTML.
+//! - [`bundle`]: OLM bundles of Statecraft's operators declaring the level their report earned.
 //!
-//! The `statecraft-capability` binary puts these together (`report`, `assess`, `criteria`);
+//! The `statecraft-capability` binary puts these together (`report`, `assess`, `bundle`, `criteria`);
 //! `capability/README.md` documents the model, the evidence format and the rules.
 
+pub mod bundle;
 pub mod checks;
 pub mod error;
 pub mod evidence;

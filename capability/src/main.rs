@@ -1,6 +1,7 @@
 //! `statecraft-capability`: the capability report of Statecraft's operators (`report`), the
-//! assessment of any operator's manifests or OLM bundle (`assess`), and the model itself
-//! (`criteria`). See `capability/README.md`.
+//! assessment of any operator's manifests or OLM bundle (`assess`), OLM bundles of
+//! Statecraft's operators declaring the level their report earned (`bundle`), and the model
+//! itself (`criteria`). See `capability/README.md`.
 //!
 //! Exit status: 0 on success; 1 when an input is missing or malformed (the message names
 //! the file and line, and no report is printed); 2 for a bad command line; 3 when
@@ -56,6 +57,23 @@ enum Command {
         runbooks: Option<PathBuf>,
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Write an OLM bundle (registry+v1) of one of Statecraft's operators whose
+    /// `capabilities` annotation is the level the report earned from the evidence (none when
+    /// it earned none).
+    Bundle {
+        /// The operator: mysql, etcd, kafka.
+        #[arg(long)]
+        operator: String,
+        /// The bundle directory (manifests/ and metadata/), replaced as a whole.
+        #[arg(long)]
+        output: PathBuf,
+        /// The evidence directory. Default: <root>/results/evidence (absent: no evidence).
+        #[arg(long)]
+        evidence: Option<PathBuf>,
+        /// The workspace root (default as for `report`).
+        #[arg(long)]
+        root: Option<PathBuf>,
     },
     /// Print the fingerprint of an operator's code: evidence records count as current only
     /// when they carry this value (see capability/README.md, "When evidence is current").
@@ -129,6 +147,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let root = root.unwrap_or_else(default_root);
             let report = report::workspace(&WorkspaceOptions { root, evidence, only: operators })?;
             emit(&report, &output)
+        }
+        Command::Bundle { operator, output, evidence, root } => {
+            let root = root.unwrap_or_else(default_root);
+            // The level comes from the same report `report` prints, and from nowhere else.
+            let report = report::workspace(&WorkspaceOptions { root: root.clone(), evidence, only: vec![operator] })?;
+            let Some(op) = report.operators.first() else {
+                return Err(Error::Usage("the report has no operator".into()));
+            };
+            let bundle = statecraft_capability::bundle::build(&root, op)?;
+            statecraft_capability::bundle::write(&bundle, &output)?;
+            match bundle.capabilities {
+                Some(level) => eprintln!("wrote {} ({}, capabilities {level:?})", output.display(), bundle.csv_name),
+                None => {
+                    eprintln!("wrote {} ({})", output.display(), bundle.csv_name);
+                    eprintln!(
+                        "statecraft-capability: note: the bundle declares no capability level (no `capabilities` \
+                         annotation): the evidence confirms none for {} (run `make e2e`)",
+                        op.title()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Assess { manifests, operand, runbooks, output } => {
             let report = report::assess(&AssessOptions { manifests, operand, runbooks })?;

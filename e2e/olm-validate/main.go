@@ -126,6 +126,18 @@ func describe(name string, es []verrors.Error) (lines []string) {
 		} else if e.Field != "" && !strings.HasPrefix(msg, e.Field) {
 			msg = e.Field + ": " + msg
 		}
+		// A bad value that prints as text (a kind, a name) tells apart findings that share
+		// a detail, such as a missing example for each of several kinds.
+		bad := ""
+		switch v := e.BadValue.(type) {
+		case string:
+			bad = v
+		case fmt.Stringer:
+			bad = v.String()
+		}
+		if bad != "" && !strings.Contains(msg, bad) {
+			msg = bad + ": " + msg
+		}
 		if name != "" {
 			msg = name + ": " + msg
 		}

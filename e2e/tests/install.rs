@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use statecraft_e2e::{Cluster, wait_until};
+use statecraft_shared::testing::s3::S3Server;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -274,30 +275,27 @@ async fn the_one_file_install_works_in_a_namespace_that_did_not_exist() -> TestR
     Ok(())
 }
 
-/// Whether EtcdCluster `name` in `ns` is Ready.
-fn etcd_ready(cluster: &Cluster, ns: &str, name: &str) -> bool {
-    cluster
-        .kubectl(&[
-            "get",
-            "etcdcluster",
-            name,
-            "-n",
-            ns,
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
-        ])
-        .is_ok_and(|s| s == "True")
+/// The lines of the README's quick start: the `sh` block between its markers.
+fn quick_start() -> Result<String, Box<dyn std::error::Error>> {
+    let readme = std::fs::read_to_string(root().join("README.md"))?;
+    let (_, rest) = readme.split_once("<!-- quick-start -->").ok_or("README.md has no quick-start marker")?;
+    let (block, _) = rest.split_once("<!-- /quick-start -->").ok_or("README.md has no end of the quick start")?;
+    let script = block.trim().strip_prefix("```sh").and_then(|b| b.strip_suffix("```"));
+    Ok(script.ok_or("the quick start is not one sh block")?.to_string())
 }
 
-/// `helm install` (the CRDs already on the cluster are adopted, as when a user moves from
-/// the one-file install to Helm), an EtcdCluster built by the operator it installed,
-/// `helm upgrade` to other values (the Deployment follows, the cluster stays Ready), and
-/// `helm uninstall`: the operators go, the CRDs and the cluster's resources stay.
+/// The README's quick start, run as written with bash on the local cluster (Helm installs
+/// the MySQL operator; a 3-server cluster, the client, a backup to an S3 server of this
+/// test, a restore into a new cluster read back with the client), then `helm upgrade` to
+/// other values (the Deployment follows and the upgraded operator still reconciles: a
+/// deleted Service comes back) and `helm uninstall` (the operator goes, the CRDs and the
+/// clusters stay). The CRDs other tests applied are adopted by the release first, with
+/// Helm's own ownership marks, as when a user moves from the one-file install to Helm.
 #[tokio::test]
 #[ignore = "needs a cluster: make e2e"]
-async fn helm_installs_upgrades_and_uninstalls_an_operator_that_reconciles() -> TestResult {
+async fn the_readme_quick_start_then_helm_upgrade_and_uninstall() -> TestResult {
     let cluster = Cluster::connect().await?;
-    let ns = "statecraft-helm";
+    let ns = "statecraft-quickstart";
     let kubeconfig = cluster.kubeconfig().to_string_lossy().into_owned();
     let helm = |args: &[&str]| {
         let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
@@ -305,73 +303,76 @@ async fn helm_installs_upgrades_and_uninstalls_an_operator_that_reconciles() -> 
         run("helm", &all)
     };
     let _ = helm(&["uninstall", "statecraft", "-n", ns, "--wait"]);
-    cluster.kubectl(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=180s"])?;
-    // CRDs other tests applied are adopted by the release: Helm's documented ownership marks.
-    for op in ["etcd", "mysql"] {
-        let file = root().join(format!("crds/{op}.yaml"));
-        cluster.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &file.to_string_lossy()])?;
-        for crd in objects(&std::fs::read_to_string(&file)?)? {
-            let name = crd["metadata"]["name"].as_str().ok_or("a CRD without a name")?;
-            let crd = format!("crd/{name}");
-            cluster.kubectl(&["label", "--overwrite", &crd, "app.kubernetes.io/managed-by=Helm"])?;
-            cluster.kubectl(&[
-                "annotate",
-                "--overwrite",
-                &crd,
-                "meta.helm.sh/release-name=statecraft",
-                &format!("meta.helm.sh/release-namespace={ns}"),
-            ])?;
-        }
+    cluster.kubectl(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=300s"])?;
+    let file = root().join("crds/mysql.yaml");
+    cluster.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &file.to_string_lossy()])?;
+    for crd in objects(&std::fs::read_to_string(&file)?)? {
+        let crd = format!("crd/{}", crd["metadata"]["name"].as_str().ok_or("a CRD without a name")?);
+        cluster.kubectl(&["label", "--overwrite", &crd, "app.kubernetes.io/managed-by=Helm"])?;
+        let release_namespace = format!("meta.helm.sh/release-namespace={ns}");
+        cluster.kubectl(&[
+            "annotate",
+            "--overwrite",
+            &crd,
+            "meta.helm.sh/release-name=statecraft",
+            &release_namespace,
+        ])?;
     }
+
+    let s3 = S3Server::start_on(&cluster.host_address()).await?;
+    s3.create_bucket("quick-start")?;
+    let bin = statecraft_shared::testing::bin_dir();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let started = std::time::Instant::now();
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &quick_start()?])
+        .current_dir(root())
+        .env("PATH", path)
+        .env("KUBECONFIG", &kubeconfig)
+        .env("NS", ns)
+        .env("S3_ENDPOINT", s3.endpoint())
+        .env("S3_BUCKET", "quick-start")
+        .env("AWS_ACCESS_KEY_ID", s3.access_key())
+        .env("AWS_SECRET_ACCESS_KEY", s3.secret_key())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "quick start: {:.0} s\n{stdout}{}",
+        started.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the quick start failed ({}); S3 errors: {:?}", out.status, s3.errors());
+    assert!(
+        stdout.contains("tea") && stdout.contains("cake"),
+        "the restored copy has the rows written before the backup"
+    );
+
     let chart = chart();
-    helm(&[
-        "install",
+    let upgrade = [
+        "upgrade",
         "statecraft",
         &chart,
         "-n",
         ns,
-        "--create-namespace",
+        "--reuse-values",
         "--set",
-        "kafka.enabled=false",
+        "replicas=1,leaderElection.enabled=false",
         "--wait",
         "--timeout",
         "5m",
-    ])?;
-    let etcd = ETCD.replace("statecraft-system", ns);
-    cluster.kubectl_with_input(&["apply", "-f", "-"], Some(&etcd))?;
-    let ready = wait_until(Duration::from_secs(240), "EtcdCluster first Ready", || async {
-        etcd_ready(&cluster, ns, "first").then_some(())
+    ];
+    helm(&upgrade)?;
+    let replicas =
+        cluster.kubectl(&["get", "deployment", "statecraft-mysql", "-n", ns, "-o", "jsonpath={.spec.replicas}"])?;
+    assert_eq!(replicas, "1", "the upgrade's values reached the Deployment");
+    cluster.kubectl(&["rollout", "status", "-n", ns, "deployment/statecraft-mysql", "--timeout=180s"])?;
+    cluster.kubectl(&["delete", "service", "shop-replicas", "-n", ns])?;
+    wait_until(Duration::from_secs(120), "the upgraded operator puts Service shop-replicas back", || async {
+        cluster.kubectl(&["get", "service", "shop-replicas", "-n", ns, "-o", "name"]).ok()
     })
-    .await;
-    let upgraded = async {
-        ready?;
-        helm(&[
-            "upgrade",
-            "statecraft",
-            &chart,
-            "-n",
-            ns,
-            "--reuse-values",
-            "--set",
-            "replicas=1,leaderElection.enabled=false",
-            "--wait",
-            "--timeout",
-            "5m",
-        ])?;
-        let replicas =
-            cluster.kubectl(&["get", "deployment", "statecraft-etcd", "-n", ns, "-o", "jsonpath={.spec.replicas}"])?;
-        assert_eq!(replicas, "1", "the upgrade's values reached the Deployment");
-        cluster.kubectl(&["rollout", "status", "-n", ns, "deployment/statecraft-etcd", "--timeout=180s"])?;
-        wait_until(Duration::from_secs(120), "EtcdCluster first Ready after the upgrade", || async {
-            etcd_ready(&cluster, ns, "first").then_some(())
-        })
-        .await?;
-        Ok::<_, Box<dyn std::error::Error>>(())
-    }
-    .await;
-    cluster.kubectl(&["delete", "etcdcluster", "first", "-n", ns, "--timeout=120s"])?;
+    .await?;
+
     helm(&["uninstall", "statecraft", "-n", ns, "--wait"])?;
-    upgraded?;
     let left = cluster.kubectl(&[
         "get",
         "deployments,roles,serviceaccounts",
@@ -382,9 +383,18 @@ async fn helm_installs_upgrades_and_uninstalls_an_operator_that_reconciles() -> 
         "-o",
         "name",
     ])?;
-    assert!(left.is_empty(), "helm uninstall removes the operators: {left}");
-    let crd = cluster.kubectl(&["get", "crd", "etcdclusters.etcd.statecraft.io", "-o", "name"])?;
-    assert!(!crd.is_empty(), "the CRDs outlive the release");
-    cluster.kubectl(&["delete", "namespace", ns, "--timeout=180s"])?;
+    assert!(left.is_empty(), "helm uninstall removes the operator: {left}");
+    assert!(
+        !cluster.kubectl(&["get", "crd", "mysqlclusters.mysql.statecraft.io", "-o", "name"])?.is_empty(),
+        "the CRDs stay"
+    );
+    let clusters = cluster.kubectl(&["get", "mysqlclusters", "-n", ns, "-o", "name"])?;
+    assert_eq!(clusters.lines().count(), 2, "the clusters stay: {clusters}");
+    // Without their operator nothing would release the clusters' finalizers: remove them
+    // with it back, then the namespace.
+    helm(&["install", "statecraft", &chart, "-n", ns, "--set", "etcd.enabled=false,kafka.enabled=false", "--wait"])?;
+    cluster.kubectl(&["delete", "mysqlrestores,mysqlbackups,mysqlclusters", "--all", "-n", ns, "--timeout=300s"])?;
+    helm(&["uninstall", "statecraft", "-n", ns, "--wait"])?;
+    cluster.kubectl(&["delete", "namespace", ns, "--timeout=300s"])?;
     Ok(())
 }

@@ -4,10 +4,10 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:/usr/local/go/bin:$(PATH)
 
-.PHONY: help deps build test check manifests bench demo fmt cluster-up cluster-down e2e images
+.PHONY: help deps build test check manifests bundles bench demo fmt cluster-up cluster-down e2e images release-images
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 
 deps: ## install Debian packages, build Kubernetes/etcd from Go modules, install the S3 test server
 	@scripts/deps.sh
@@ -18,10 +18,15 @@ build: deps ## build every crate
 test: deps check ## install what is needed, then the checks and every test (unit, real API server, real S3, cluster checks)
 	$(CARGO) test --workspace --all-features --locked --no-fail-fast
 	cd e2e/porcupine && GOFLAGS=-mod=mod go test ./...
+	@scripts/test-bundles.sh
+	@scripts/test-release-images.sh
 	@scripts/test-cluster.sh
 
 images: deps ## build the container images offline (cached)
 	@scripts/build-images.sh
+
+release-images: ## build the operator images with Docker, tagged <version> and dev; push with STATECRAFT_REGISTRY_USER/_PASSWORD
+	@scripts/release-images.sh
 
 cluster-up: deps ## bring up the local single-node Kubernetes cluster
 	@e2e/cluster/up.sh
@@ -44,6 +49,9 @@ bench: deps ## benchmarks; numbers go to results/bench/
 demo: deps ## what Statecraft can show so far (see README)
 	@scripts/demo.sh
 	@$(CARGO) run -q --locked -p statecraft-capability -- report
+
+bundles: ## OLM bundles in results/bundles/, their capabilities level the one the evidence earned, checked by OLM's validators and assess
+	@scripts/test-bundles.sh
 
 manifests: ## regenerate crds/ and deploy/<operator>/ (install manifests, claims, sample objects) from the operators' subcommands
 	@scripts/gen-manifests.sh

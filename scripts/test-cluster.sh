@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cluster part of `make test`: brings the local cluster up (unless it already is),
 # runs the e2e tests that `make test` includes (the cluster checks, the MySQL, etcd and
-# Kafka smoke tests and one fault case per operator), and brings the cluster down again if this
+# Kafka smoke tests, the install paths and one fault case per operator), and brings the cluster down again if this
 # script brought it up.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/e2e/cluster/env.sh"
@@ -28,6 +28,11 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --
 # read back by VerifiableConsumer, none twice, no partition below min ISR.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test kafka -- --ignored --exact \
   kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records
+# The ways users install (e2e/tests/install.rs): every operator from its one-file install
+# into a namespace that did not exist (an editor of that namespace may then create clusters,
+# a viewer may not), and the README's quick start as written (Helm, a 3-server MySQL
+# cluster, the client, a backup to S3, a restore), then helm upgrade and uninstall.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test install -- --ignored --test-threads=1
 # One fast fault case per operator (`make e2e` runs them all, FAULT_RUNS times): MySQL's
 # operator cut off from the primary (iptables in the pod's netns) with four writers, four
 # register clients checked for linearizability by porcupine, and replica checksums; etcd's clients checked for linearizability by porcupine while a

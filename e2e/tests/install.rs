@@ -123,7 +123,9 @@ fn an_overlay_moves_an_operator_to_another_namespace_and_image() -> TestResult {
         let (kind, name) = (o["kind"].as_str().unwrap_or(""), o["metadata"]["name"].as_str().unwrap_or(""));
         match kind {
             "Namespace" => assert_eq!(name, "shop", "the Namespace follows the overlay"),
-            "CustomResourceDefinition" => assert!(o["metadata"]["namespace"].is_null(), "{name} is cluster-scoped"),
+            "CustomResourceDefinition" | "ClusterRole" => {
+                assert!(o["metadata"]["namespace"].is_null(), "{name} is cluster-scoped")
+            }
             _ => assert_eq!(o["metadata"]["namespace"], "shop", "{kind} {name} moved"),
         }
         if kind == "RoleBinding" {
@@ -253,6 +255,34 @@ async fn the_one_file_install_works_in_a_namespace_that_did_not_exist() -> TestR
         let deployment = format!("deployment/statecraft-{op}");
         cluster.kubectl(&["rollout", "status", "-n", "statecraft-system", &deployment, "--timeout=180s"])?;
     }
+    // A namespace's editor may create clusters there, and its viewer may not, through the
+    // aggregated user roles (the aggregation controller fills the built-in roles in).
+    for (user, role) in [("editor", "edit"), ("viewer", "view")] {
+        cluster.kubectl(&["create", "serviceaccount", user, "-n", "statecraft-system"])?;
+        let subject = format!("--serviceaccount=statecraft-system:{user}");
+        cluster.kubectl(&[
+            "create",
+            "rolebinding",
+            user,
+            "-n",
+            "statecraft-system",
+            &format!("--clusterrole={role}"),
+            &subject,
+        ])?;
+    }
+    let can = |user: &str, verb: &str, ns: &str| {
+        let who = format!("--as=system:serviceaccount:statecraft-system:{user}");
+        // `auth can-i` answers "no" with exit status 1.
+        cluster
+            .kubectl(&["auth", "can-i", verb, "etcdclusters.etcd.statecraft.io", "-n", ns, &who])
+            .is_ok_and(|a| a.trim() == "yes")
+    };
+    wait_until(Duration::from_secs(60), "the editor may create EtcdClusters", || async {
+        (can("editor", "create", "statecraft-system") && can("viewer", "list", "statecraft-system")).then_some(())
+    })
+    .await?;
+    assert!(!can("viewer", "create", "statecraft-system"), "a viewer only reads");
+    assert!(!can("editor", "create", "default"), "only where the built-in role is bound");
     cluster.kubectl_with_input(&["apply", "-f", "-"], Some(ETCD))?;
     let ready = wait_until(Duration::from_secs(240), "EtcdCluster first Ready", || async {
         let status = cluster
@@ -302,6 +332,10 @@ async fn the_readme_quick_start_then_helm_upgrade_and_uninstall() -> TestResult 
         all.extend(args);
         run("helm", &all)
     };
+    // What an earlier run left (it stops where it failed, for a look): the clusters first,
+    // while their operator can still release their finalizers.
+    let _ =
+        cluster.kubectl(&["delete", "mysqlrestores,mysqlbackups,mysqlclusters", "--all", "-n", ns, "--timeout=300s"]);
     let _ = helm(&["uninstall", "statecraft", "-n", ns, "--wait"]);
     cluster.kubectl(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=300s"])?;
     let file = root().join("crds/mysql.yaml");

@@ -56,6 +56,7 @@ pub mod statefulset;
 pub mod status;
 pub mod tasks;
 pub mod upgrade;
+pub mod user_roles;
 pub mod version;
 
 /// Test support (real servers for tests), not operator code: it may panic on a broken

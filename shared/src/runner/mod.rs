@@ -420,8 +420,9 @@ pub fn manifests_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Resu
     Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace)?))
 }
 
-/// What `install` prints: the Namespace, the CRDs and [`manifests_yaml`], in the order
-/// `kubectl apply` needs (the Namespace before what lives in it).
+/// What `install` prints: the Namespace, the CRDs, the users' view and edit ClusterRoles
+/// ([`crate::user_roles`]) and [`manifests_yaml`], in the order `kubectl apply` needs (the
+/// Namespace before what lives in it).
 pub fn install_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result<String> {
     let ns = k8s_openapi::api::core::v1::Namespace {
         metadata: kube::api::ObjectMeta {
@@ -432,7 +433,14 @@ pub fn install_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result
         ..Default::default()
     };
     let ns = serde_norway::to_string(&ns).map_err(|e| Error::Permanent(format!("rendering Namespace: {e}")))?;
-    Ok(format!("---\n{ns}{}{}", crd_yaml(&O::crds())?, manifests_yaml::<O>(namespace, image)?))
+    let mut roles = String::new();
+    for role in crate::user_roles::user_roles(O::NAME, &O::crds()) {
+        let yaml =
+            serde_norway::to_string(&role).map_err(|e| Error::Permanent(format!("rendering ClusterRole: {e}")))?;
+        roles.push_str("---\n");
+        roles.push_str(&yaml);
+    }
+    Ok(format!("---\n{ns}{}{roles}{}", crd_yaml(&O::crds())?, manifests_yaml::<O>(namespace, image)?))
 }
 
 fn init_tracing(args: &RunArgs) {

@@ -48,9 +48,6 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) fi
 command -v go >/dev/null || { echo "go not found: install Go 1.26 or newer first (promtool and helm need it)" >&2; exit 1; }
 
 "$ROOT/scripts/build-kube.sh"
-"$ROOT/scripts/build-porcupine.sh"
-"$ROOT/scripts/build-promtool.sh"
-"$ROOT/scripts/build-helm.sh"
-"$ROOT/scripts/build-olm-validate.sh"
+"$ROOT/scripts/build-go-tools.sh"
 "$ROOT/scripts/install-s3-server.sh"
 "$ROOT/scripts/install-kafka-jars.sh" >/dev/null

@@ -2,7 +2,7 @@
 # Writes the OLM bundle of each operator (statecraft-capability bundle: its `capabilities`
 # annotation is the level the report earned from results/evidence, or none) to
 # results/bundles/<operator>, and checks it twice:
-# - statecraft-olm-validate (scripts/build-olm-validate.sh): the Operator Framework's own
+# - statecraft-olm-validate (scripts/build-go-tools.sh): the Operator Framework's own
 #   bundle loader and validators, as `operator-sdk bundle validate` and OperatorHub run them;
 #   any error fails, warnings are printed;
 # - statecraft-capability assess on the bundle's manifests, with the objects the operator
@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 start=$SECONDS
-"$ROOT/scripts/build-olm-validate.sh"
+"$ROOT/scripts/build-go-tools.sh"
 evidence=()
 if [ -n "${STATECRAFT_EVIDENCE_DIR:-}" ]; then evidence=(--evidence "$STATECRAFT_EVIDENCE_DIR"); fi
 

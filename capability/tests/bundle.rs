@@ -4,12 +4,14 @@
 //! with the shipped Role's rules, and `assess` finds no contradiction in what it declares.
 //! Evidence is written to temp directories with the current code fingerprint, as in cli.rs.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 use statecraft_capability::bundle::{self, Bundle};
-use statecraft_capability::evidence::{self, FORMAT, Outcome, Record};
+use statecraft_capability::evidence::{self, Outcome, Record};
 use statecraft_capability::model::{CRITERIA, Level};
 use statecraft_capability::report::{self, AssessOptions, Verdict, WorkspaceOptions};
 
@@ -18,22 +20,7 @@ fn root() -> PathBuf {
 }
 
 fn record(operator: &str, test: &str, criteria: &[&str], fingerprint: &str) -> Record {
-    Record {
-        format: FORMAT,
-        operator: operator.into(),
-        test: test.into(),
-        criteria: criteria.iter().map(|s| s.to_string()).collect(),
-        result: Outcome::Passed,
-        provider: "local".into(),
-        kubernetes_version: "v1.34.4".into(),
-        commit: "5e1f00d".into(),
-        dirty: false,
-        code_fingerprint: Some(fingerprint.into()),
-        time: "2026-11-29T23:47:10Z".into(),
-        figures: Value::Null,
-        note: None,
-        duration_seconds: None,
-    }
+    support::record(operator, test, criteria, Outcome::Passed, fingerprint)
 }
 
 /// Current passed evidence for every e2e-verified criterion of `operator` up to `level`.

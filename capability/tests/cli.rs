@@ -2,11 +2,13 @@
 //! directories with the current code fingerprint), `--require-level`, every format, bad
 //! input, and `assess` on the fixture bundles in `tests/fixtures`.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use statecraft_capability::evidence::{self, FORMAT, Outcome, Record};
+use statecraft_capability::evidence::{self, Outcome, Record};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -39,20 +41,9 @@ fn json(o: &Output) -> Value {
 
 fn record(test: &str, criteria: &[&str], result: Outcome, fingerprint: &str) -> Record {
     Record {
-        format: FORMAT,
-        operator: "mysql".into(),
-        test: test.into(),
-        criteria: criteria.iter().map(|s| s.to_string()).collect(),
-        result,
-        provider: "local".into(),
-        kubernetes_version: "v1.34.4".into(),
-        commit: "5e1f00d".into(),
-        dirty: false,
-        code_fingerprint: Some(fingerprint.into()),
-        time: "2026-11-29T23:47:10Z".into(),
         figures: serde_json::json!({"seconds": 2.5}),
-        note: None,
         duration_seconds: Some(300.0),
+        ..support::record("mysql", test, criteria, result, fingerprint)
     }
 }
 

@@ -7,10 +7,12 @@
 //! test says so and passes. The page and its screenshot are kept in Cargo's test temp
 //! directory (`target/tmp/capability-report.{html,png}`) for a human to look at.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use statecraft_capability::evidence::{self, FORMAT, Outcome, Record};
+use statecraft_capability::evidence::{self, Outcome, Record};
 use statecraft_capability::render::{Format, render};
 use statecraft_capability::report::{WorkspaceOptions, workspace};
 
@@ -26,20 +28,8 @@ fn chromium() -> Option<PathBuf> {
 
 fn record(test: &str, criteria: &[&str], result: Outcome, fingerprint: &str) -> Record {
     Record {
-        format: FORMAT,
-        operator: "mysql".into(),
-        test: test.into(),
-        criteria: criteria.iter().map(|s| s.to_string()).collect(),
-        result,
-        provider: "local".into(),
-        kubernetes_version: "v1.34.4".into(),
-        commit: "5e1f00d".into(),
-        dirty: false,
-        code_fingerprint: Some(fingerprint.into()),
-        time: "2026-11-29T23:47:10Z".into(),
         figures: serde_json::json!({"first_write_seconds": 1.5}),
-        note: None,
-        duration_seconds: None,
+        ..support::record("mysql", test, criteria, result, fingerprint)
     }
 }
 

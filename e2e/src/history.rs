@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::results::results_dir;
 use crate::{E2eError, Result};
 
-/// The checker's binary in the cache's bin (`scripts/build-porcupine.sh`).
+/// The checker's binary in the cache's bin (`scripts/build-go-tools.sh`).
 pub const CHECKER: &str = "statecraft-porcupine";
 
 /// What came of one call.

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 pub enum HarnessError {
     /// A binary the harness needs is not installed.
     #[error(
-        "{binary} not found in {dir}: run `make deps` (scripts/build-kube.sh, scripts/build-porcupine.sh, scripts/install-s3-server.sh) first"
+        "{binary} not found in {dir}: run `make deps` (scripts/build-kube.sh, scripts/build-go-tools.sh, scripts/install-s3-server.sh) first"
     )]
     MissingBinary { binary: String, dir: PathBuf },
     /// A file could not be read or written.

@@ -4,7 +4,7 @@
 //! [`super::monitoring`] say that an expression names real metrics; these say that it fires
 //! when it should, for as long as its `for` asks, and not otherwise.
 //!
-//! promtool is built from the Prometheus Go module by `scripts/build-promtool.sh`. It reads
+//! promtool is built from the Prometheus Go module by `scripts/build-go-tools.sh`. It reads
 //! plain rule files, so the `PrometheusRule`'s `spec` is written out as `rules.yaml` beside a
 //! copy of the test file, which names that file in `rule_files`. The tests compare the
 //! labels an alert fires with (what routes it), not its annotations (see
@@ -27,7 +27,7 @@ const CHECKED_FILE: &str = "checked.yaml";
 pub fn test_rules(root: &Path, rules: &str, tests: &str) -> Vec<String> {
     let promtool = match super::binary("promtool") {
         Ok(path) => path,
-        Err(e) => return vec![format!("{e} (scripts/build-promtool.sh builds it)")],
+        Err(e) => return vec![format!("{e} (scripts/build-go-tools.sh builds it)")],
     };
     let read = |path: &str| -> Result<serde_norway::Value, String> {
         let text = std::fs::read_to_string(root.join(path)).map_err(|e| format!("{path}: {e}"))?;

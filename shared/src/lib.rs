@@ -36,6 +36,7 @@ pub mod backup;
 pub mod cli;
 pub mod cluster_loop;
 pub mod deploy;
+pub mod endpoints;
 pub mod error;
 pub mod events;
 pub mod exposition;

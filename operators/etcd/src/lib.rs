@@ -69,6 +69,8 @@ impl Operator for EtcdOperator {
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "delete"]),
             Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),
+            // Ready waits until the client Service lists a member (`statecraft_shared::endpoints`).
+            Rule::new("discovery.k8s.io", &["endpointslices"], &["list"]),
             Rule::new("batch", &["jobs"], OWN),
         ]
     }

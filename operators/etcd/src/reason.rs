@@ -61,6 +61,9 @@ pub enum Etcd {
     QuorumHealthy,
     /// No majority of healthy voting members, or no leader.
     NoQuorum,
+    /// Ready condition: the members are healthy but the client Service lists none of them
+    /// yet (the first seconds after creation).
+    ServiceWithoutEndpoints,
 
     // ---- the cluster's phase, given as the Ready and Degraded reason when idle ----
     /// The number of members differs from `spec.replicas`.

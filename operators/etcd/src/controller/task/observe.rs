@@ -9,6 +9,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use statecraft_shared::endpoints::{Endpoint, endpoints};
 use statecraft_shared::pods::{PodProblem, pod_problems};
 use statecraft_shared::{Error, Result};
 
@@ -70,6 +71,8 @@ pub struct Kube {
     pub statefulset: Option<StatefulSet>,
     /// What keeps member pods from running, as Kubernetes says.
     pub problems: Vec<PodProblem>,
+    /// The member pods the client Service lists as ready (its EndpointSlices).
+    pub served: BTreeSet<String>,
 }
 
 async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
@@ -83,6 +86,15 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
     let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let statefulset =
         statefulsets.get_opt(&names.statefulset()).await.map_err(|e| Error::kube("reading the StatefulSet", e))?;
+    let client_service = names.client_service();
+    let served = endpoints(&rt.client, &rt.namespace, &[&client_service])
+        .await?
+        .remove(&client_service)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(Endpoint::is_ready)
+        .map(|e| e.pod)
+        .collect();
     let mut out = Kube {
         pods: BTreeMap::new(),
         claims: BTreeSet::new(),
@@ -90,6 +102,7 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
         pod_ips: BTreeMap::new(),
         statefulset,
         problems: pod_problems(&pod_list),
+        served,
     };
     for claim in &claim_list {
         if claim.metadata.deletion_timestamp.is_some() {

@@ -47,7 +47,7 @@ pub async fn report(
         ctx.metrics.backup_seen(name, completed);
         status.last_backup = Some(backup);
     }
-    fill_status(status, cluster, names, &o.observed, step, o.valid.as_ref(), roll);
+    fill_status(status, cluster, names, &o.observed, &o.kube.served, step, o.valid.as_ref(), roll);
     if let Some(phase) = &status.phase {
         ctx.metrics.set_phase(name, phase);
     }
@@ -100,11 +100,14 @@ async fn last_backup(ctx: &Context, cluster: &str) -> Result<Option<(String, i64
         .max_by_key(|(_, t)| *t))
 }
 
+// What one pass saw, each part as the status needs it: bundling them would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn fill_status(
     status: &mut EtcdClusterStatus,
     cluster: &EtcdCluster,
     names: &Names,
     o: &Observed,
+    served: &BTreeSet<String>,
     step: &Step,
     valid: Option<&ValidSpec>,
     roll: Option<&Action>,
@@ -187,7 +190,13 @@ fn fill_status(
         other => (other.reason(), other.message()),
     };
     let c = &mut status.conditions;
-    if valid.is_some() {
+    // Ready promises clients the client Service: healthy members it does not list yet (the
+    // first seconds after creation) are not ready for them.
+    let unserved = all_healthy && served.is_empty();
+    if valid.is_some() && unserved {
+        let why = format!("Service {} lists no member yet", names.client_service());
+        set_condition(c, ConditionType::Ready, false, Etcd::ServiceWithoutEndpoints, &why, generation);
+    } else if valid.is_some() {
         set_condition(
             c,
             ConditionType::Ready,
@@ -243,10 +252,35 @@ mod tests {
         let nobody = Observed::default();
         let step = Step::Wait { reason: Etcd::MemberStarting.into(), message: "e-0 is starting".into() };
         let mut fresh = EtcdClusterStatus::default();
-        fill_status(&mut fresh, &cluster, &names, &nobody, &step, None, None);
+        fill_status(&mut fresh, &cluster, &names, &nobody, &BTreeSet::new(), &step, None, None);
         assert_eq!(fresh.phase.as_deref(), Some("Bootstrapping"));
         let mut ran = EtcdClusterStatus { cluster_id: Some("5f1c2a3b".into()), ..EtcdClusterStatus::default() };
-        fill_status(&mut ran, &cluster, &names, &nobody, &step, None, None);
+        fill_status(&mut ran, &cluster, &names, &nobody, &BTreeSet::new(), &step, None, None);
         assert_eq!(ran.phase.as_deref(), Some("QuorumLost"));
+    }
+
+    /// Ready means a client of the Service reaches a member: a healthy one-member cluster
+    /// is not Ready until the client Service lists its pod.
+    #[test]
+    fn a_healthy_cluster_is_ready_only_once_its_client_service_lists_a_member() {
+        use crate::membership::{Member, MemberState};
+        let mut spec = crate::validate::tests::spec();
+        spec.replicas = 1;
+        let cluster = EtcdCluster::new("e", spec.clone());
+        let names = Names::new("e", "ns");
+        let valid = crate::validate::validate(&spec).expect("a valid spec");
+        let member = Member { id: 7, ordinal: Some(0), name: "e-0".into(), peer_urls: vec![], is_learner: false };
+        let mut o = Observed { members: Some(vec![member]), ..Observed::default() };
+        o.states.insert(7, MemberState { id: 7, leader: 7, version: "3.6.16".into(), ..MemberState::default() });
+        let ready = |served: &[&str]| {
+            let mut status = EtcdClusterStatus::default();
+            let served = served.iter().map(|s| s.to_string()).collect();
+            fill_status(&mut status, &cluster, &names, &o, &served, &Step::Idle, Some(&valid), None);
+            let c = status.conditions.iter().find(|c| c.type_ == "Ready").cloned().expect("a Ready condition");
+            (status.phase, c.status, c.reason)
+        };
+        let healthy = Some("Healthy".to_string());
+        assert_eq!(ready(&[]), (healthy.clone(), "False".into(), "ServiceWithoutEndpoints".into()));
+        assert_eq!(ready(&["e-0"]), (healthy, "True".into(), "Healthy".into()));
     }
 }

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::api::discovery::v1::{EndpointConditions, EndpointSlice};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use statecraft_shared::endpoints::{self as service_endpoints, endpoints};
 use statecraft_shared::pods::{explain_wait, pod_problems};
 use statecraft_shared::reason::Reason;
 use statecraft_shared::{Error, Result};
@@ -35,9 +35,6 @@ use crate::validate::{ValidSpec, check_version_change, validate};
 /// then carries the pod's reason (and so does its Event and the Ready condition).
 const EXPLAINED_BY_PODS: [MySql; 3] =
     [MySql::WaitingForServers, MySql::PrimaryDown, MySql::NotEnoughReplicasForSafeFailover];
-
-/// The label an EndpointSlice names its Service with.
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// What one pass found.
 pub struct Observation {
@@ -219,31 +216,17 @@ fn closed_pods(pods: &[Pod], members: &[Member], names: &Names) -> BTreeSet<List
 /// those); for the read-only one, ready. One list call for both, read before the servers
 /// so that a server seen after its endpoint is not missed.
 async fn services(client: &kube::Client, namespace: &str, names: &Names, name: &str) -> Result<Services> {
-    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
     let (read_write, read_only) = (names.read_write_service(), names.read_only_service());
-    let selector = format!("{SERVICE_NAME_LABEL} in ({read_write},{read_only})");
-    let list = slices
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(|e| Error::kube("listing the client Services' EndpointSlices", e))?;
-    let mut services = Services::default();
-    for slice in &list.items {
-        let (listed, serving): (_, fn(&EndpointConditions) -> Option<bool>) =
-            match slice.labels().get(SERVICE_NAME_LABEL) {
-                Some(s) if *s == read_write => (&mut services.read_write, |c| c.serving.or(c.ready)),
-                Some(s) if *s == read_only => (&mut services.read_only, |c| c.ready),
-                _ => continue,
-            };
-        listed.extend(
-            slice
-                .endpoints
-                .iter()
-                .filter(|e| e.conditions.as_ref().is_none_or(|c| serving(c) != Some(false)))
-                .filter_map(|e| {
-                    let pod = e.target_ref.as_ref()?;
-                    Some((ordinal_of(name, pod.name.as_deref()?)?, pod.uid.clone().unwrap_or_default()))
-                }),
-        );
-    }
-    Ok(services)
+    let mut by_service = endpoints(client, namespace, &[&read_write, &read_only]).await?;
+    let mut listed = |service: &str, serving: fn(&service_endpoints::Endpoint) -> bool| -> BTreeSet<Listing> {
+        by_service
+            .remove(service)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(serving)
+            .filter_map(|e| Some((ordinal_of(name, &e.pod)?, e.uid)))
+            .collect()
+    };
+    let read_write = listed(&read_write, service_endpoints::Endpoint::is_serving);
+    Ok(Services { read_write, read_only: listed(&read_only, service_endpoints::Endpoint::is_ready) })
 }

@@ -19,6 +19,10 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const OPERATORS: [&str; 3] = ["mysql", "kafka", "etcd"];
 
+/// Held by each cluster test here: both install cluster-scoped objects of the same names
+/// (CRDs, the users' ClusterRoles), which one of them hands to a Helm release.
+static CLUSTER_SCOPED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -245,6 +249,7 @@ const ETCD: &str = r#"{"apiVersion": "etcd.statecraft.io/v1alpha1", "kind": "Etc
 #[tokio::test]
 #[ignore = "needs a cluster: make e2e"]
 async fn the_one_file_install_works_in_a_namespace_that_did_not_exist() -> TestResult {
+    let _alone = CLUSTER_SCOPED.lock().await;
     let cluster = Cluster::connect().await?;
     cluster.kubectl(&["delete", "namespace", "statecraft-system", "--ignore-not-found", "--timeout=180s"])?;
     for op in OPERATORS {
@@ -301,6 +306,9 @@ async fn the_one_file_install_works_in_a_namespace_that_did_not_exist() -> TestR
     .await;
     cluster.kubectl(&["delete", "etcdcluster", "first", "-n", "statecraft-system", "--timeout=120s"])?;
     cluster.kubectl(&["delete", "namespace", "statecraft-system", "--timeout=180s"])?;
+    // The users' ClusterRoles go too, as an uninstall would remove them; the CRDs stay,
+    // other tests' clusters use them.
+    cluster.kubectl(&["delete", "clusterrole", "-l", "app.kubernetes.io/part-of=statecraft"])?;
     ready?;
     Ok(())
 }
@@ -319,11 +327,13 @@ fn quick_start() -> Result<String, Box<dyn std::error::Error>> {
 /// test, a restore into a new cluster read back with the client), then `helm upgrade` to
 /// other values (the Deployment follows and the upgraded operator still reconciles: a
 /// deleted Service comes back) and `helm uninstall` (the operator goes, the CRDs and the
-/// clusters stay). The CRDs other tests applied are adopted by the release first, with
-/// Helm's own ownership marks, as when a user moves from the one-file install to Helm.
+/// clusters stay). The CRDs (and users' ClusterRoles) already on the cluster are adopted by
+/// the release first, with Helm's own ownership marks, as when a user moves from the
+/// one-file install to Helm.
 #[tokio::test]
 #[ignore = "needs a cluster: make e2e"]
 async fn the_readme_quick_start_then_helm_upgrade_and_uninstall() -> TestResult {
+    let _alone = CLUSTER_SCOPED.lock().await;
     let cluster = Cluster::connect().await?;
     let ns = "statecraft-quickstart";
     let kubeconfig = cluster.kubeconfig().to_string_lossy().into_owned();
@@ -340,14 +350,20 @@ async fn the_readme_quick_start_then_helm_upgrade_and_uninstall() -> TestResult 
     cluster.kubectl(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=300s"])?;
     let file = root().join("crds/mysql.yaml");
     cluster.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &file.to_string_lossy()])?;
+    let mut adopted: Vec<String> = Vec::new();
     for crd in objects(&std::fs::read_to_string(&file)?)? {
-        let crd = format!("crd/{}", crd["metadata"]["name"].as_str().ok_or("a CRD without a name")?);
-        cluster.kubectl(&["label", "--overwrite", &crd, "app.kubernetes.io/managed-by=Helm"])?;
-        let release_namespace = format!("meta.helm.sh/release-namespace={ns}");
+        adopted.push(format!("crd/{}", crd["metadata"]["name"].as_str().ok_or("a CRD without a name")?));
+    }
+    let roles =
+        cluster.kubectl(&["get", "clusterrole", "-l", "app.kubernetes.io/name=statecraft-mysql", "-o", "name"])?;
+    adopted.extend(roles.lines().map(str::to_string));
+    let release_namespace = format!("meta.helm.sh/release-namespace={ns}");
+    for object in &adopted {
+        cluster.kubectl(&["label", "--overwrite", object, "app.kubernetes.io/managed-by=Helm"])?;
         cluster.kubectl(&[
             "annotate",
             "--overwrite",
-            &crd,
+            object,
             "meta.helm.sh/release-name=statecraft",
             &release_namespace,
         ])?;

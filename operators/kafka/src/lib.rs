@@ -76,6 +76,8 @@ impl Operator for KafkaOperator {
             Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "delete"]),
+            // Ready waits until the bootstrap Service lists a broker (`statecraft_shared::endpoints`).
+            Rule::new("discovery.k8s.io", &["endpointslices"], &["list"]),
             Rule::new(CORE_GROUP, &["pods/status"], &["patch"]),
         ]
     }

@@ -53,6 +53,9 @@ pub enum Kafka {
     /// The brokers run another cluster id than this resource's: its volumes hold another
     /// cluster's data.
     ClusterIdMismatch,
+    /// Ready condition: every node serves but the bootstrap Service lists no broker yet
+    /// (the first seconds after creation).
+    ServiceWithoutEndpoints,
 
     // ---- topics (KafkaTopic conditions and Events) ----
     /// The topic's KafkaCluster has not served yet: no broker has registered, so there is

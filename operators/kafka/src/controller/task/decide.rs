@@ -251,6 +251,7 @@ mod tests {
             targets: [(Pool::Controller, "r1".to_string()), (Pool::Broker, "r1".to_string())].into(),
             problems: Vec::new(),
             kafka,
+            served: Default::default(),
         }
     }
 

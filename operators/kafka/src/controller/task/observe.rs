@@ -6,13 +6,14 @@
 //! broker is down; everything else is asked of a broker. Both are reached at a pod IP, so no
 //! DNS cache stands between the operator and a restarted node.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use statecraft_shared::endpoints::{Endpoint, endpoints};
 use statecraft_shared::pods::{PodProblem, pod_problems};
 use statecraft_shared::statefulset::{NAME_LABEL, ordinal_of};
 use statecraft_shared::{Error, Result};
@@ -51,6 +52,8 @@ pub struct Observation {
     pub problems: Vec<PodProblem>,
     /// What Kafka says.
     pub kafka: Kafka,
+    /// The broker pods the bootstrap Service lists as ready (its EndpointSlices).
+    pub served: BTreeSet<String>,
 }
 
 /// A pool, as an ordered key (NodeRole is not `Ord`).
@@ -149,9 +152,19 @@ pub async fn observe(ctx: &Context, cluster: &KafkaCluster) -> Result<Observatio
             nodes.insert(node.id, node);
         }
     }
+    let bootstrap = names.bootstrap_service();
+    let served = endpoints(&rt.client, &rt.namespace, &[&bootstrap])
+        .await?
+        .remove(&bootstrap)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(Endpoint::is_ready)
+        .map(|e| e.pod)
+        .collect();
     let kafka = ask_kafka(cluster, valid.as_ref(), &nodes).await;
     let expected = valid.as_ref().map(|v| expected_nodes(v, &names)).unwrap_or_default();
-    Ok(Observation { valid, pods: nodes, expected, targets, problems: pod_problems(&pod_list.items), kafka })
+    let problems = pod_problems(&pod_list.items);
+    Ok(Observation { valid, pods: nodes, expected, targets, problems, kafka, served })
 }
 
 /// Every node of `valid`'s layout: its id, pool and pod name.

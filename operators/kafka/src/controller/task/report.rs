@@ -211,7 +211,13 @@ fn fill_status(status: &mut KafkaClusterStatus, cluster: &KafkaCluster, o: &Obse
         status.active_controller.map_or_else(|| "none".to_owned(), |l| l.to_string())
     );
     let c = &mut status.conditions;
-    if o.valid.is_some() {
+    // Ready promises clients the bootstrap Service: serving brokers it does not list yet
+    // (the first seconds after creation) are not ready for them.
+    let unserved = all_ready && o.served.is_empty();
+    if o.valid.is_some() && unserved {
+        let why = format!("Service {} lists no broker yet", names.bootstrap_service());
+        set_condition(c, ConditionType::Ready, false, Reasons::ServiceWithoutEndpoints, &why, generation);
+    } else if o.valid.is_some() {
         set_condition(
             c,
             ConditionType::Ready,

@@ -5,7 +5,8 @@
 # - deploy/<operator>/operator.yaml (`manifests`: RBAC and Deployment, for namespace
 #   statecraft-system);
 # - deploy/<operator>/install.yaml (`install`: the one file a user applies: Namespace
-#   statecraft-system, CRDs, RBAC, Deployment; also the kustomize base's one resource);
+#   statecraft-system, CRDs, the users' ClusterRoles, RBAC, Deployment; also the kustomize
+#   base's one resource);
 # - deploy/<operator>/capabilities.json (`capabilities`: the criteria it claims);
 # - deploy/<operator>/sample-objects.yaml (`sample-objects`: the objects it builds for its
 #   sample resource; not for installing);

@@ -52,7 +52,8 @@ pub enum Command {
         image: Option<String>,
     },
     /// Print one file that installs the operator on a cluster with
-    /// `kubectl apply --server-side -f`: its Namespace, CRDs, RBAC and Deployment.
+    /// `kubectl apply --server-side -f`: its Namespace, CRDs, the users' view and edit
+    /// ClusterRoles, its RBAC and its Deployment.
     Install {
         /// Namespace the operator is installed in and watches (created by the file).
         #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]

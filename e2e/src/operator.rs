@@ -40,7 +40,16 @@ pub async fn install_image<O: Operator>(cluster: &Cluster, ns: &str, image: &str
         &["apply", "-n", ns, "-f", "-"],
         Some(&manifests_yaml::<O>(ns, Some(image)).map_err(shared_err)?),
     )?;
-    cluster.kubectl(&["rollout", "status", "-n", ns, &format!("deployment/{}", O::NAME), "--timeout=180s"])?;
+    let deployment = format!("deployment/{}", O::NAME);
+    // Settings to measure against the defaults (e.g. a shorter leader Lease in the fault
+    // scenarios): `STATECRAFT_E2E_OPERATOR_ENV="NAME=VALUE NAME=VALUE"`, set on the
+    // Deployment as a user would with `kubectl set env`.
+    if let Ok(vars) = std::env::var("STATECRAFT_E2E_OPERATOR_ENV") {
+        let mut args = vec!["set", "env", "-n", ns, deployment.as_str()];
+        args.extend(vars.split_whitespace());
+        cluster.kubectl(&args)?;
+    }
+    cluster.kubectl(&["rollout", "status", "-n", ns, &deployment, "--timeout=180s"])?;
     Ok(())
 }
 

@@ -9,9 +9,15 @@ pub fn results_dir() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/e2e")
 }
 
-/// Appends `record` as one line to `results/e2e/<file>` of the workspace. A measurement
-/// that cannot be written is reported on standard error, never fails the test.
-pub fn append_result(file: &str, record: serde_json::Value) {
+/// Appends `record` as one line to `results/e2e/<file>` of the workspace, with the
+/// operators' settings changed from their defaults for the run (`STATECRAFT_E2E_OPERATOR_ENV`,
+/// see [`crate::operator::install`]) as `operator_env`, so that no figure is read as the
+/// defaults' when it was not. A measurement that cannot be written is reported on standard
+/// error, never fails the test.
+pub fn append_result(file: &str, mut record: serde_json::Value) {
+    if let (Ok(env), Some(fields)) = (std::env::var("STATECRAFT_E2E_OPERATOR_ENV"), record.as_object_mut()) {
+        fields.insert("operator_env".into(), env.into());
+    }
     let dir = results_dir();
     let _ = std::fs::create_dir_all(&dir);
     let line = format!("{record}\n");

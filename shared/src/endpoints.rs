@@ -3,7 +3,7 @@
 //! between a pod passing its readiness probe and the EndpointSlice controller listing it
 //! are seconds in which a client of a "Ready" resource is refused).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams};
@@ -50,6 +50,12 @@ pub async fn endpoints(client: &Client, namespace: &str, services: &[&str]) -> R
         .await
         .map_err(|e| Error::kube("listing the Services' EndpointSlices", e))?;
     Ok(by_service(&list.items))
+}
+
+/// The pods `service` in `namespace` lists as ready: what a client of the Service reaches.
+pub async fn ready_pods(client: &Client, namespace: &str, service: &str) -> Result<BTreeSet<String>> {
+    let listed = endpoints(client, namespace, &[service]).await?.remove(service).unwrap_or_default();
+    Ok(listed.into_iter().filter(Endpoint::is_ready).map(|e| e.pod).collect())
 }
 
 /// The endpoints of `slices` that name a pod, by the Service each slice belongs to.

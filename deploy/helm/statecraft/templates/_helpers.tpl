@@ -11,7 +11,7 @@ The enabled operators (mysql, etcd, kafka), as a list.
 
 {{/*
 The objects of a multi-document YAML file of the chart, as a list of dicts. The chart's
-files/<operator>/ are links to what the repository ships (crds/, deploy/<operator>/), so the
+files/<operator>/ are links to what the repository ships (deploy/<operator>/), so the
 chart installs exactly what `make manifests` generated and the tests checked.
 */}}
 {{- define "statecraft.documents" -}}

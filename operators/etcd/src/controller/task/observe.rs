@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
-use statecraft_shared::endpoints::{Endpoint, endpoints};
+use statecraft_shared::endpoints::ready_pods;
 use statecraft_shared::pods::{PodProblem, pod_problems};
 use statecraft_shared::{Error, Result};
 
@@ -86,15 +86,7 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
     let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let statefulset =
         statefulsets.get_opt(&names.statefulset()).await.map_err(|e| Error::kube("reading the StatefulSet", e))?;
-    let client_service = names.client_service();
-    let served = endpoints(&rt.client, &rt.namespace, &[&client_service])
-        .await?
-        .remove(&client_service)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(Endpoint::is_ready)
-        .map(|e| e.pod)
-        .collect();
+    let served = ready_pods(&rt.client, &rt.namespace, &names.client_service()).await?;
     let mut out = Kube {
         pods: BTreeMap::new(),
         claims: BTreeSet::new(),

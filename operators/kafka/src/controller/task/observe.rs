@@ -13,7 +13,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
-use statecraft_shared::endpoints::{Endpoint, endpoints};
+use statecraft_shared::endpoints::ready_pods;
 use statecraft_shared::pods::{PodProblem, pod_problems};
 use statecraft_shared::statefulset::{NAME_LABEL, ordinal_of};
 use statecraft_shared::{Error, Result};
@@ -152,15 +152,7 @@ pub async fn observe(ctx: &Context, cluster: &KafkaCluster) -> Result<Observatio
             nodes.insert(node.id, node);
         }
     }
-    let bootstrap = names.bootstrap_service();
-    let served = endpoints(&rt.client, &rt.namespace, &[&bootstrap])
-        .await?
-        .remove(&bootstrap)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(Endpoint::is_ready)
-        .map(|e| e.pod)
-        .collect();
+    let served = ready_pods(&rt.client, &rt.namespace, &names.bootstrap_service()).await?;
     let kafka = ask_kafka(cluster, valid.as_ref(), &nodes).await;
     let expected = valid.as_ref().map(|v| expected_nodes(v, &names)).unwrap_or_default();
     let problems = pod_problems(&pod_list.items);

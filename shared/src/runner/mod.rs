@@ -233,38 +233,14 @@ pub async fn main<O: Operator>() -> ExitCode {
     use clap::Parser;
     let cli = Cli::parse();
     match cli.command {
-        Command::Crd => match crd_yaml(&O::crds()) {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(e),
-        },
+        Command::Crd => print_or_fail(crd_yaml(&O::crds())),
         Command::ApiReference => {
             print!("{}", crate::reference::api_reference(O::NAME, &O::crds()));
             ExitCode::SUCCESS
         }
-        Command::Rbac { namespace } => match rbac_yaml::<O>(&namespace) {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(e),
-        },
-        Command::Manifests { namespace, image } => match manifests_yaml::<O>(&namespace, image.as_deref()) {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(e),
-        },
-        Command::Install { namespace, image } => match install_yaml::<O>(&namespace, image.as_deref()) {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(e),
-        },
+        Command::Rbac { namespace } => print_or_fail(rbac_yaml::<O>(&namespace)),
+        Command::Manifests { namespace, image } => print_or_fail(manifests_yaml::<O>(&namespace, image.as_deref())),
+        Command::Install { namespace, image } => print_or_fail(install_yaml::<O>(&namespace, image.as_deref())),
         Command::Job { name } => {
             init_job_tracing();
             match O::run_job(&name).await {
@@ -279,13 +255,7 @@ pub async fn main<O: Operator>() -> ExitCode {
             println!("{}", capabilities_json::<O>());
             ExitCode::SUCCESS
         }
-        Command::SampleObjects => match sample_objects_yaml::<O>() {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(e),
-        },
+        Command::SampleObjects => print_or_fail(sample_objects_yaml::<O>()),
         Command::CopySelf { dest } => match copy_self(&dest) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
@@ -333,12 +303,7 @@ pub fn sample_objects_yaml<O: Operator>() -> Result<String> {
     if objects.is_empty() {
         out.push_str("# None yet: the operator defines no resources.\n");
     }
-    for object in objects {
-        let yaml = serde_norway::to_string(&object)
-            .map_err(|e| Error::Permanent(format!("rendering a sample object: {e}")))?;
-        out.push_str("---\n");
-        out.push_str(&yaml);
-    }
+    out.push_str(&documents(&objects, "a sample object")?);
     Ok(out)
 }
 
@@ -358,20 +323,37 @@ fn init_job_tracing() {
     let _ = tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
+/// Prints a subcommand's rendered output, or its error.
+fn print_or_fail(rendered: Result<String>) -> ExitCode {
+    match rendered {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
 fn fail(e: Error) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::FAILURE
 }
 
-/// The CRDs as a multi-document YAML stream.
-pub fn crd_yaml(crds: &[CustomResourceDefinition]) -> Result<String> {
+/// `objects` as a multi-document YAML stream (each document after a `---` line); `what`
+/// names one of them in an error.
+fn documents<T: serde::Serialize>(objects: &[T], what: &str) -> Result<String> {
     let mut out = String::new();
-    for crd in crds {
-        let yaml = serde_norway::to_string(crd).map_err(|e| Error::Permanent(format!("rendering CRD: {e}")))?;
+    for object in objects {
+        let yaml = serde_norway::to_string(object).map_err(|e| Error::Permanent(format!("rendering {what}: {e}")))?;
         out.push_str("---\n");
         out.push_str(&yaml);
     }
     Ok(out)
+}
+
+/// The CRDs as a multi-document YAML stream.
+pub fn crd_yaml(crds: &[CustomResourceDefinition]) -> Result<String> {
+    documents(crds, "CRD")
 }
 
 /// The operator's ServiceAccount, Role and RoleBinding as YAML. Refused when the rules do
@@ -432,15 +414,15 @@ pub fn install_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result
         },
         ..Default::default()
     };
-    let ns = serde_norway::to_string(&ns).map_err(|e| Error::Permanent(format!("rendering Namespace: {e}")))?;
-    let mut roles = String::new();
-    for role in crate::user_roles::user_roles(O::NAME, &O::crds()) {
-        let yaml =
-            serde_norway::to_string(&role).map_err(|e| Error::Permanent(format!("rendering ClusterRole: {e}")))?;
-        roles.push_str("---\n");
-        roles.push_str(&yaml);
-    }
-    Ok(format!("---\n{ns}{}{roles}{}", crd_yaml(&O::crds())?, manifests_yaml::<O>(namespace, image)?))
+    let crds = O::crds();
+    let roles = crate::user_roles::user_roles(O::NAME, &crds);
+    Ok(format!(
+        "{}{}{}{}",
+        documents(&[ns], "Namespace")?,
+        crd_yaml(&crds)?,
+        documents(&roles, "ClusterRole")?,
+        manifests_yaml::<O>(namespace, image)?
+    ))
 }
 
 fn init_tracing(args: &RunArgs) {

@@ -368,7 +368,7 @@ struct Install {
 
 /// OLM creates the operator's Deployment, ServiceAccount, Role and RoleBinding itself from
 /// the CSV, in the namespace the operator is installed into: so the bundle carries the
-/// Deployment's name and spec and the Role's rules for the ServiceAccount, never those
+/// Deployment's name and spec and the Roles' rules for the ServiceAccount, never those
 /// objects (a ServiceAccount in the bundle with the CSV's name is even an error for OLM).
 fn install_strategy(path: &Path) -> Result<Install> {
     let artifact = |message: String| Error::Artifact { path: path.to_path_buf(), message };
@@ -386,23 +386,32 @@ fn install_strategy(path: &Path) -> Result<Install> {
     };
     let deployment = one("apps", "Deployment")?;
     let account = one("", "ServiceAccount")?.name().to_string();
-    let role = one("rbac.authorization.k8s.io", "Role")?;
     if let Some(o) = objects.iter().find(|o| matches!(o.kind(), "ClusterRole" | "ClusterRoleBinding")) {
         return Err(artifact(format!(
             "{}: a bundle for the OwnNamespace install mode has no cluster-wide rights",
             o.describe()
         )));
     }
-    // The rules are only the service account's rights if a binding says so.
-    let bound = objects.iter().filter(|o| o.is("rbac.authorization.k8s.io", "RoleBinding")).any(|b| {
-        b.value["roleRef"]["kind"] == "Role"
-            && b.value["roleRef"]["name"] == role.name()
-            && b.value["subjects"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|s| s["kind"] == "ServiceAccount" && s["name"] == account.as_str()))
-    });
-    if !bound {
-        return Err(artifact(format!("no RoleBinding gives Role {} to ServiceAccount {account}", role.name())));
+    // The operator's Roles (its own rights, its rights over resources) all land in the one
+    // namespace OLM installs it into, as one set of rules. They are only the service
+    // account's rights if a binding says so.
+    let roles: Vec<&Object> = objects.iter().filter(|o| o.is("rbac.authorization.k8s.io", "Role")).collect();
+    if roles.is_empty() {
+        return Err(artifact("no Role".into()));
+    }
+    let mut rules = Vec::new();
+    for role in roles {
+        let bound = objects.iter().filter(|o| o.is("rbac.authorization.k8s.io", "RoleBinding")).any(|b| {
+            b.value["roleRef"]["kind"] == "Role"
+                && b.value["roleRef"]["name"] == role.name()
+                && b.value["subjects"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().any(|s| s["kind"] == "ServiceAccount" && s["name"] == account.as_str()))
+        });
+        if !bound {
+            return Err(artifact(format!("no RoleBinding gives Role {} to ServiceAccount {account}", role.name())));
+        }
+        rules.extend(role.value["rules"].as_array().into_iter().flatten().cloned());
     }
     let spec = &deployment.value["spec"];
     if spec["template"]["spec"]["serviceAccountName"] != account.as_str() {
@@ -416,7 +425,7 @@ fn install_strategy(path: &Path) -> Result<Install> {
     if let Some(labels) = deployment.value["metadata"]["labels"].as_object().filter(|l| !l.is_empty()) {
         strategy["label"] = Value::Object(labels.clone());
     }
-    Ok(Install { deployment: strategy, service_account: account, rules: role.value["rules"].clone(), image })
+    Ok(Install { deployment: strategy, service_account: account, rules: Value::Array(rules), image })
 }
 
 /// The sample resource as an example to create in any namespace: OLM's console creates it

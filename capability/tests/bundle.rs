@@ -127,7 +127,8 @@ fn evidence_for_an_unclaimed_level_declares_nothing() {
 
 /// The CSV owns every CRD of crds/<op>.yaml (each copied byte for byte to its own file),
 /// installs the Deployment of deploy/<op>/operator.yaml and grants its ServiceAccount the
-/// Role's rules, in its own namespace only.
+/// rules of both its Roles (its own rights and those over its resources), in its own
+/// namespace only.
 #[test]
 fn the_csv_owns_every_crd_and_installs_the_shipped_deployment_and_rbac() {
     let empty = tempfile::tempdir().unwrap();
@@ -167,7 +168,13 @@ fn the_csv_owns_every_crd_and_installs_the_shipped_deployment_and_rbac() {
         let shipped =
             statecraft_capability::manifests::load_file(&root().join("deploy").join(op).join("operator.yaml")).objects;
         let of = |kind: &str| shipped.iter().find(|o| o.kind() == kind).unwrap().value.clone();
-        let (deployment, account, role) = (of("Deployment"), of("ServiceAccount"), of("Role"));
+        let (deployment, account) = (of("Deployment"), of("ServiceAccount"));
+        let rules: Vec<Value> = shipped
+            .iter()
+            .filter(|o| o.kind() == "Role")
+            .flat_map(|o| o.value["rules"].as_array().unwrap().clone())
+            .collect();
+        assert!(rules.iter().any(|r| r["resources"][0] == "leases"), "{op}: its Lease is among the rules");
         let install = &csv["spec"]["install"];
         assert_eq!(install["strategy"], "deployment");
         let deployments = install["spec"]["deployments"].as_array().unwrap();
@@ -177,7 +184,7 @@ fn the_csv_owns_every_crd_and_installs_the_shipped_deployment_and_rbac() {
         let permissions = install["spec"]["permissions"].as_array().unwrap();
         assert_eq!(permissions.len(), 1);
         assert_eq!(permissions[0]["serviceAccountName"], account["metadata"]["name"]);
-        assert_eq!(permissions[0]["rules"], role["rules"]);
+        assert_eq!(permissions[0]["rules"], Value::Array(rules));
         assert!(install["spec"].get("clusterPermissions").is_none());
         let supported: Vec<&str> = csv["spec"]["installModes"]
             .as_array()

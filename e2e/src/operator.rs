@@ -38,7 +38,7 @@ pub async fn install_image<O: Operator>(cluster: &Cluster, ns: &str, image: &str
     }
     cluster.kubectl_with_input(
         &["apply", "-n", ns, "-f", "-"],
-        Some(&manifests_yaml::<O>(ns, Some(image)).map_err(shared_err)?),
+        Some(&manifests_yaml::<O>(ns, &[ns.to_string()], Some(image)).map_err(shared_err)?),
     )?;
     let deployment = format!("deployment/{}", O::NAME);
     // Settings to measure against the defaults (e.g. a shorter leader Lease in the fault

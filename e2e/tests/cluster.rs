@@ -351,7 +351,7 @@ async fn cluster_operator_image_runs_in_cluster_with_only_its_namespaced_role() 
     // and a two-replica Deployment with leader election, running as non-root.
     cluster.kubectl_with_input(
         &["apply", "-n", &ns.name, "-f", "-"],
-        Some(&manifests_yaml::<EchoOperator>(&ns.name, Some(image))?),
+        Some(&manifests_yaml::<EchoOperator>(&ns.name, std::slice::from_ref(&ns.name), Some(image))?),
     )?;
     cluster.kubectl(&["rollout", "status", "-n", &ns.name, "deployment/statecraft-echo", "--timeout=120s"])?;
 

@@ -155,18 +155,7 @@ fn the_helm_chart_lints() -> TestResult {
 /// Namespace (Helm's `--create-namespace`) and with its CRDs kept on uninstall.
 #[test]
 fn the_helm_chart_renders_the_one_file_installs_by_default() -> TestResult {
-    let mut rendered = helm_template(&[])?;
-    for o in rendered.iter_mut().filter(|o| o["kind"] == "CustomResourceDefinition") {
-        let annotations = o["metadata"]["annotations"].as_object_mut().ok_or("a CRD without annotations")?;
-        assert_eq!(
-            annotations.remove("helm.sh/resource-policy"),
-            Some(Value::from("keep")),
-            "CRDs outlive the release"
-        );
-        if annotations.is_empty() {
-            o["metadata"].as_object_mut().ok_or("metadata")?.remove("annotations");
-        }
-    }
+    let mut rendered = without_keep(helm_template(&[])?)?;
     let mut expected = Vec::new();
     for op in OPERATORS {
         let file = std::fs::read_to_string(root().join(format!("deploy/{op}/install.yaml")))?;
@@ -179,6 +168,67 @@ fn the_helm_chart_renders_the_one_file_installs_by_default() -> TestResult {
     for (r, e) in rendered.iter().zip(&expected) {
         assert!(r == e, "helm template differs from the install files:\n{r}\n{e}");
     }
+    Ok(())
+}
+
+/// `objects` with the CRDs' `helm.sh/resource-policy: keep` checked and taken off: that is
+/// the one thing the chart adds to them.
+fn without_keep(mut objects: Vec<Value>) -> Result<Vec<Value>, Box<dyn std::error::Error>> {
+    for o in objects.iter_mut().filter(|o| o["kind"] == "CustomResourceDefinition") {
+        let annotations = o["metadata"]["annotations"].as_object_mut().ok_or("a CRD without annotations")?;
+        assert_eq!(
+            annotations.remove("helm.sh/resource-policy"),
+            Some(Value::from("keep")),
+            "CRDs outlive the release"
+        );
+        if annotations.is_empty() {
+            o["metadata"].as_object_mut().ok_or("metadata")?.remove("annotations");
+        }
+    }
+    Ok(objects)
+}
+
+/// With `watchNamespaces`, the chart renders what `install --namespaces` does: the
+/// operator's own Role (its Lease, its pod) in the release's namespace, a Role and
+/// RoleBinding in each watched namespace (none in the release's, which is not watched), and
+/// the Deployment told which namespaces to watch.
+#[test]
+fn the_helm_chart_watches_the_namespaces_install_would() -> TestResult {
+    use statecraft_shared::runner::install_yaml;
+    let rendered = without_keep(helm_template(&[
+        "mysql.enabled=false",
+        "kafka.enabled=false",
+        "watchNamespaces={shop,billing}",
+    ])?)?;
+    let watched = ["shop".to_string(), "billing".to_string()];
+    let install = install_yaml::<statecraft_etcd::EtcdOperator>("statecraft-system", &watched, None)?;
+    let expected: Vec<Value> = objects(&install)?.into_iter().filter(|o| o["kind"] != "Namespace").collect();
+    assert_eq!(rendered.len(), expected.len(), "as many objects as `install --namespaces shop,billing`");
+    for (r, e) in rendered.iter().zip(&expected) {
+        assert!(r == e, "helm template differs from `install --namespaces`:\n{r}\n{e}");
+    }
+    let roles: Vec<_> = rendered
+        .iter()
+        .filter(|o| o["kind"] == "Role")
+        .map(|o| format!("{}/{}", o["metadata"]["namespace"].as_str().unwrap_or(""), o["metadata"]["name"]))
+        .collect();
+    assert_eq!(
+        roles,
+        ["billing/\"statecraft-etcd\"", "shop/\"statecraft-etcd\"", "statecraft-system/\"statecraft-etcd-self\""]
+    );
+    // The members' monitor looks where the clusters are; the operator's where it runs.
+    let monitors = helm_template(&[
+        "mysql.enabled=false",
+        "kafka.enabled=false",
+        "watchNamespaces={shop,billing}",
+        "monitoring.podMonitor=true",
+    ])?;
+    let monitor = |name: &str| monitors.iter().find(|o| o["kind"] == "PodMonitor" && o["metadata"]["name"] == name);
+    let members = monitor("statecraft-etcd-members").ok_or("no members' PodMonitor")?;
+    assert_eq!(members["spec"]["namespaceSelector"]["matchNames"], serde_json::json!(["shop", "billing"]));
+    let operator = monitor("statecraft-etcd").ok_or("no operator PodMonitor")?;
+    assert!(operator["spec"].get("namespaceSelector").is_none(), "{operator}");
+    assert_eq!(operator["spec"]["podMetricsEndpoints"][0]["honorLabels"], true, "clusters keep their namespace");
     Ok(())
 }
 
@@ -311,6 +361,111 @@ async fn the_one_file_install_works_in_a_namespace_that_did_not_exist() -> TestR
     cluster.kubectl(&["delete", "clusterrole", "-l", "app.kubernetes.io/part-of=statecraft"])?;
     ready?;
     Ok(())
+}
+
+/// One etcd operator, installed with Helm in its own namespace with `watchNamespaces` naming
+/// two others, manages a cluster of the same name in each: both turn Ready, its Lease stays
+/// in its own namespace, it has no rights over clusters there (not watched), and its
+/// metrics tell the two clusters apart by namespace.
+#[tokio::test]
+#[ignore = "needs a cluster: make e2e"]
+async fn one_operator_watches_two_namespaces() -> TestResult {
+    let _alone = CLUSTER_SCOPED.lock().await;
+    let cluster = Cluster::connect().await?;
+    let home = "statecraft-watcher";
+    let watched = ["statecraft-team-a", "statecraft-team-b"];
+    let kubeconfig = cluster.kubeconfig().to_string_lossy().into_owned();
+    let helm = |args: &[&str]| {
+        let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
+        all.extend(args);
+        run("helm", &all)
+    };
+    // What an earlier run left: the clusters first, while their operator is there.
+    for ns in watched {
+        let _ = cluster.kubectl(&["delete", "etcdclusters", "--all", "-n", ns, "--timeout=120s"]);
+    }
+    let _ = helm(&["uninstall", "statecraft", "-n", home, "--wait"]);
+    for ns in [home, watched[0], watched[1]] {
+        cluster.kubectl(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=180s"])?;
+    }
+    // The CRDs may be on the cluster already, from other tests: applied, not Helm's.
+    let crds = root().join("crds/etcd.yaml");
+    cluster.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &crds.to_string_lossy()])?;
+    for ns in watched {
+        cluster.kubectl(&["create", "namespace", ns])?;
+    }
+    let chart = chart();
+    let values = format!(
+        "mysql.enabled=false,kafka.enabled=false,crds.install=false,rbac.userRoles=false,replicas=1,\
+         watchNamespaces={{{}}}",
+        watched.join(",")
+    );
+    helm(&["install", "statecraft", &chart, "-n", home, "--create-namespace", "--set", &values, "--wait"])?;
+
+    for ns in watched {
+        let etcd = ETCD.replace("\"first\"", "\"kv\"").replace("statecraft-system", ns);
+        cluster.kubectl_with_input(&["apply", "-f", "-"], Some(&etcd))?;
+    }
+    let ready = wait_until(Duration::from_secs(240), "EtcdCluster kv Ready in both namespaces", || async {
+        for ns in watched {
+            let status = cluster
+                .kubectl(&[
+                    "get",
+                    "etcdcluster",
+                    "kv",
+                    "-n",
+                    ns,
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+                ])
+                .ok()?;
+            if status != "True" {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let checked = async {
+        ready?;
+        let holder = cluster.kubectl(&["get", "lease", "statecraft-etcd", "-n", home, "-o", "name"])?;
+        assert_eq!(
+            holder.trim(),
+            "lease.coordination.k8s.io/statecraft-etcd",
+            "the Lease is in the operator's namespace"
+        );
+        let operator = format!("--as=system:serviceaccount:{home}:statecraft-etcd");
+        let can = |ns: &str| {
+            cluster
+                .kubectl(&["auth", "can-i", "list", "etcdclusters.etcd.statecraft.io", "-n", ns, &operator])
+                .is_ok_and(|a| a.trim() == "yes")
+        };
+        assert!(can(watched[0]) && can(watched[1]), "its Role in each watched namespace");
+        assert!(!can(home), "no rights over clusters where it only runs");
+        let scraped = statecraft_e2e::operator::metrics(&cluster, home, "statecraft-etcd").await?;
+        let text: String = scraped.into_iter().map(|(_, text)| text).collect();
+        for ns in watched {
+            let namespace = format!("namespace=\"{ns}\"");
+            let healthy = text.lines().any(|l| {
+                l.starts_with("statecraft_etcd_cluster_phase{")
+                    && l.contains("cluster=\"kv\"")
+                    && l.contains(&namespace)
+                    && l.contains("phase=\"Healthy\"")
+                    && l.ends_with(" 1")
+            });
+            assert!(healthy, "the phase of kv in {ns}, labelled with its namespace:\n{text}");
+        }
+        Ok::<(), Box<dyn std::error::Error>>(())
+    }
+    .await;
+    for ns in watched {
+        cluster.kubectl(&["delete", "etcdcluster", "kv", "-n", ns, "--timeout=120s"])?;
+    }
+    helm(&["uninstall", "statecraft", "-n", home, "--wait"])?;
+    for ns in [home, watched[0], watched[1]] {
+        cluster.kubectl(&["delete", "namespace", ns, "--timeout=180s"])?;
+    }
+    checked
 }
 
 /// The lines of the README's quick start: the `sh` block between its markers.

@@ -520,7 +520,8 @@ impl KafkaRef {
                 }
             }
         }
-        let cluster = format!("cluster=\"{}\"", self.name);
+        // Labels in the exposition's order: cluster, namespace, then the rest.
+        let cluster = format!("cluster=\"{}\",namespace=\"{}\"", self.name, self.namespace);
         let want: Vec<(String, &str)> = [0, 1, 2, 100, 101, 102]
             .iter()
             .map(|id| (format!("statecraft_kafka_node_ready{{{cluster},node=\"{id}\","), "1"))

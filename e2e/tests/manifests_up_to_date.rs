@@ -20,10 +20,10 @@ fn same_as_file(file: &str, generated: &str) {
 fn check<O: Operator>(short: &str) {
     let crds = crd_yaml(&O::crds()).unwrap_or_else(|e| panic!("rendering CRDs of {}: {e}", O::NAME));
     same_as_file(&format!("crds/{short}.yaml"), &crds);
-    let manifests = manifests_yaml::<O>("statecraft-system", None)
+    let manifests = manifests_yaml::<O>("statecraft-system", &["statecraft-system".into()], None)
         .unwrap_or_else(|e| panic!("rendering manifests of {}: {e}", O::NAME));
     same_as_file(&format!("deploy/{short}/operator.yaml"), &manifests);
-    let install = install_yaml::<O>("statecraft-system", None)
+    let install = install_yaml::<O>("statecraft-system", &["statecraft-system".into()], None)
         .unwrap_or_else(|e| panic!("rendering the install file of {}: {e}", O::NAME));
     same_as_file(&format!("deploy/{short}/install.yaml"), &install);
     // `capabilities` prints the JSON with a newline (`println!`), and the script saves that.

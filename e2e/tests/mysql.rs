@@ -437,9 +437,13 @@ async fn check_one_leader_exports_member_metrics(db: &Db) -> TestResult {
     for (_, text) in &pods {
         if text.lines().any(|l| l == "statecraft_mysql_leader 1") {
             leaders += 1;
-            let up = format!("statecraft_mysql_member_up{{cluster=\"{}\",member=\"{}-0\"}} 1", db.name, db.name);
+            let (name, ns) = (&db.name, &db.ns.name);
+            let up =
+                format!("statecraft_mysql_member_up{{cluster=\"{name}\",member=\"{name}-0\",namespace=\"{ns}\"}} 1");
             assert!(text.lines().any(|l| l == up), "the leader exports {up}");
-            assert!(text.contains("statecraft_mysql_cluster_phase{cluster=\"db\",phase=\"Healthy\"} 1"), "{text}");
+            let healthy =
+                format!("statecraft_mysql_cluster_phase{{cluster=\"{name}\",namespace=\"{ns}\",phase=\"Healthy\"}} 1");
+            assert!(text.contains(&healthy), "{text}");
         }
     }
     assert_eq!(leaders, 1, "exactly one operator pod leads: {ips:?}");
@@ -1284,7 +1288,7 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
         .ok_or("no ReplicationLagSpike Event on the cluster")?;
     assert!(event.note.contains(&replica), "the Event names the replica: {event:?}");
     assert_eq!(event.count, 1, "one Event for the finding, not one a second: {event:?}");
-    let raised = abnormality_series(&replica, 1);
+    let raised = abnormality_series(&db.ns.name, &replica, 1);
     let text = db.leader_metrics().await?;
     assert!(text.lines().any(|l| l == raised), "the leader exports {raised}");
     let others: Vec<&str> = text
@@ -1303,7 +1307,7 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
     .await?;
     let cleared = restored.elapsed();
     let text = db.leader_metrics().await?;
-    let cleared_series = abnormality_series(&replica, 0);
+    let cleared_series = abnormality_series(&db.ns.name, &replica, 0);
     assert!(text.lines().any(|l| l == cleared_series), "the leader exports {cleared_series}");
     assert!(db.events("AbnormalityCleared").await? >= 1, "an Event records the end of the finding");
     db.ready().await?;
@@ -1329,10 +1333,10 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
     Ok(())
 }
 
-/// The abnormality series of a replication lag spike on `member` of cluster `db`.
-fn abnormality_series(member: &str, value: u8) -> String {
+/// The abnormality series of a replication lag spike on `member` of cluster `db` in `ns`.
+fn abnormality_series(ns: &str, member: &str, value: u8) -> String {
     format!(
-        "statecraft_mysql_member_abnormal{{cluster=\"db\",kind=\"ReplicationLagSpike\",member=\"{member}\"}} {value}"
+        "statecraft_mysql_member_abnormal{{cluster=\"db\",kind=\"ReplicationLagSpike\",member=\"{member}\",namespace=\"{ns}\"}} {value}"
     )
 }
 
@@ -1572,8 +1576,12 @@ async fn mysql_operator_upgrade_adopts_clusters_of_the_previous_build_without_re
             .any(|(_, text)| {
                 text.lines().any(|l| l == "statecraft_mysql_leader 1")
                     && (0..3).all(|i| {
-                        text.lines()
-                            .any(|l| l == format!("statecraft_mysql_member_up{{cluster=\"db\",member=\"db-{i}\"}} 1"))
+                        text.lines().any(|l| {
+                            l == format!(
+                                "statecraft_mysql_member_up{{cluster=\"db\",member=\"db-{i}\",namespace=\"{}\"}} 1",
+                                db.ns.name
+                            )
+                        })
                     })
             })
             .then_some(())

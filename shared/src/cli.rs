@@ -37,16 +37,24 @@ pub enum Command {
     ApiReference,
     /// Print the ServiceAccount, Role and RoleBinding the operator needs, as YAML.
     Rbac {
-        /// Namespace the operator is installed in and watches.
+        /// Namespace the operator is installed in.
         #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
         namespace: String,
+        /// The namespaces it manages resources in, comma-separated (default: its own): a
+        /// Role and RoleBinding is rendered in each, and they must exist.
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
     },
     /// Print everything needed to install the operator in a namespace: its RBAC and its
     /// Deployment (the CRDs come from `crd`, since they are cluster-scoped).
     Manifests {
-        /// Namespace the operator is installed in and watches.
+        /// Namespace the operator is installed in.
         #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
         namespace: String,
+        /// The namespaces it manages resources in, comma-separated (default: its own): a
+        /// Role and RoleBinding is rendered in each, and they must exist.
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
         /// The operator image; defaults to the one this build ships with.
         #[arg(long)]
         image: Option<String>,
@@ -55,9 +63,13 @@ pub enum Command {
     /// `kubectl apply --server-side -f`: its Namespace, CRDs, the users' view and edit
     /// ClusterRoles, its RBAC and its Deployment.
     Install {
-        /// Namespace the operator is installed in and watches (created by the file).
+        /// Namespace the operator is installed in (created by the file).
         #[arg(long, env = "STATECRAFT_NAMESPACE", default_value = "statecraft-system")]
         namespace: String,
+        /// The namespaces it manages resources in, comma-separated (default: its own): a
+        /// Role and RoleBinding is rendered in each, and they must exist.
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
         /// The operator image; defaults to the one this build ships with.
         #[arg(long)]
         image: Option<String>,
@@ -98,10 +110,16 @@ pub enum LogFormat {
 /// Flags of `run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Namespace to watch (and hold the leader Lease in). The operator's Role is
-    /// namespaced, so it watches exactly one namespace. Defaults to the pod's own namespace.
+    /// The operator's own namespace, where it holds the leader Lease and finds its pod.
+    /// Defaults to the pod's namespace.
     #[arg(long, env = "STATECRAFT_NAMESPACE")]
     pub namespace: Option<String>,
+
+    /// The namespaces whose resources it manages, comma-separated; defaults to its own.
+    /// Its rights are Roles, one per namespace (`manifests --namespaces`), never a
+    /// ClusterRole, so it watches each namespace on its own.
+    #[arg(long, env = "STATECRAFT_NAMESPACES", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
 
     /// Address of the Prometheus `/metrics` endpoint.
     #[arg(long, env = "STATECRAFT_METRICS_ADDR", default_value = "0.0.0.0:8080")]
@@ -154,7 +172,7 @@ pub struct RunArgs {
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 impl RunArgs {
-    /// The namespace to watch: the flag, else the pod's namespace.
+    /// The operator's own namespace: the flag, else the pod's namespace.
     pub fn resolve_namespace(&self) -> crate::Result<String> {
         if let Some(ns) = &self.namespace {
             return Ok(ns.clone());
@@ -162,6 +180,11 @@ impl RunArgs {
         std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
             .map(|s| s.trim().to_string())
             .map_err(|_| crate::Error::invalid_spec("--namespace", "is required when not running in a pod"))
+    }
+
+    /// The namespaces to watch, given the operator's own: see [`watched_namespaces`].
+    pub fn watched_namespaces(&self, own: &str) -> crate::Result<Vec<String>> {
+        watched_namespaces(&self.namespaces, own)
     }
 
     /// The leader-election identity: the flag, else `hostname-pid`.
@@ -173,6 +196,28 @@ impl RunArgs {
             format!("{host}-{}", std::process::id())
         })
     }
+}
+
+/// The namespaces an operator in namespace `own` watches, given `--namespaces`: each once,
+/// in the order given, blanks ignored (`a,,b`, and OLM's empty target list); none means
+/// `own`. A name that cannot be a namespace is refused, naming the flag.
+pub fn watched_namespaces(given: &[String], own: &str) -> crate::Result<Vec<String>> {
+    let mut watched: Vec<String> = Vec::new();
+    for namespace in given.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if !crate::names::is_dns_1123_label(namespace) {
+            return Err(crate::Error::invalid_spec(
+                "--namespaces",
+                format!("{namespace:?} is not a namespace name (lowercase letters, digits and '-', at most 63)"),
+            ));
+        }
+        if !watched.iter().any(|w| w == namespace) {
+            watched.push(namespace.to_string());
+        }
+    }
+    if watched.is_empty() {
+        watched.push(own.to_string());
+    }
+    Ok(watched)
 }
 
 #[cfg(test)]
@@ -232,6 +277,21 @@ mod tests {
         let cli = Cli::try_parse_from(["op", "sample-objects"]).expect("valid command line");
         assert!(matches!(cli.command, Command::SampleObjects));
         assert!(Cli::try_parse_from(["op", "sample-objects", "extra"]).is_err());
+    }
+
+    #[test]
+    fn watched_namespaces_default_to_the_own_one_and_come_once_each() {
+        let cli = Cli::try_parse_from(["op", "run", "--namespaces", "shop,billing, shop,,"]).expect("valid");
+        let Command::Run(args) = cli.command else { panic!("expected run") };
+        assert_eq!(args.watched_namespaces("ops").expect("valid"), ["shop", "billing"]);
+        let cli = Cli::try_parse_from(["op", "run"]).expect("valid");
+        let Command::Run(args) = cli.command else { panic!("expected run") };
+        assert_eq!(args.watched_namespaces("ops").expect("valid"), ["ops"]);
+        assert_eq!(watched_namespaces(&[String::new()], "ops").expect("OLM's empty list"), ["ops"]);
+        let err = watched_namespaces(&["Shop".into()], "ops").expect_err("not a namespace");
+        assert!(err.to_string().contains("--namespaces") && err.to_string().contains("Shop"), "{err}");
+        let cli = Cli::try_parse_from(["op", "manifests", "--namespaces", "a,b"]).expect("valid");
+        assert!(matches!(cli.command, Command::Manifests { namespaces, .. } if namespaces == ["a", "b"]));
     }
 
     #[test]

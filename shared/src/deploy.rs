@@ -146,8 +146,10 @@ pub fn operator_image(name: &str) -> Option<String> {
         .or_else(|| default_image(name).map(str::to_string))
 }
 
-/// The operator's Deployment in `namespace`, running `image` as service account `name`.
-pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
+/// The operator's Deployment in `namespace`, running `image` as service account `name` and
+/// managing resources in `watched` (set as `STATECRAFT_NAMESPACES` unless it is just
+/// `namespace`, the operator's default).
+pub fn deployment(name: &str, namespace: &str, watched: &[String], image: &str) -> Deployment {
     let labels = BTreeMap::from([
         ("app.kubernetes.io/name".to_string(), name.to_string()),
         ("app.kubernetes.io/part-of".to_string(), "statecraft".to_string()),
@@ -160,11 +162,20 @@ pub fn deployment(name: &str, namespace: &str, image: &str) -> Deployment {
         image: Some(image.into()),
         image_pull_policy: Some("IfNotPresent".into()),
         args: Some(vec!["run".into()]),
-        env: Some(vec![
-            field_env("POD_NAME", "metadata.name"),
-            field_env("STATECRAFT_NAMESPACE", "metadata.namespace"),
-            EnvVar { name: "STATECRAFT_LEADER_ELECTION".into(), value: Some("true".into()), ..Default::default() },
-        ]),
+        env: Some(
+            [
+                field_env("POD_NAME", "metadata.name"),
+                field_env("STATECRAFT_NAMESPACE", "metadata.namespace"),
+                EnvVar { name: "STATECRAFT_LEADER_ELECTION".into(), value: Some("true".into()), ..Default::default() },
+            ]
+            .into_iter()
+            .chain((watched != [namespace]).then(|| EnvVar {
+                name: "STATECRAFT_NAMESPACES".into(),
+                value: Some(watched.join(",")),
+                ..Default::default()
+            }))
+            .collect(),
+        ),
         ports: Some(vec![
             ContainerPort { name: Some("metrics".into()), container_port: METRICS_PORT, ..Default::default() },
             ContainerPort { name: Some("health".into()), container_port: HEALTH_PORT, ..Default::default() },
@@ -231,7 +242,7 @@ mod tests {
 
     #[test]
     fn deployment_is_locked_down_and_elects_a_leader() {
-        let d = deployment("statecraft-mysql", "db", "img:1");
+        let d = deployment("statecraft-mysql", "db", &["db".into()], "img:1");
         let spec = d.spec.expect("spec");
         assert_eq!(spec.replicas, Some(2), "a standby for leader election");
         let pod = spec.template.spec.expect("pod spec");
@@ -246,5 +257,14 @@ mod tests {
         assert!(c.liveness_probe.is_some() && c.readiness_probe.is_some());
         assert!(c.resources.as_ref().and_then(|r| r.limits.as_ref()).is_some());
         assert_eq!(pod.service_account_name.as_deref(), Some("statecraft-mysql"));
+        assert!(!env.contains(&"STATECRAFT_NAMESPACES"), "its own namespace is the default");
+    }
+
+    #[test]
+    fn other_watched_namespaces_are_passed_on() {
+        let d = deployment("statecraft-mysql", "ops", &["shop".into(), "billing".into()], "img:1");
+        let env = d.spec.and_then(|s| s.template.spec).map(|p| p.containers[0].env.clone().unwrap_or_default());
+        let watched = env.iter().flatten().find(|e| e.name == "STATECRAFT_NAMESPACES").and_then(|e| e.value.clone());
+        assert_eq!(watched.as_deref(), Some("shop,billing"));
     }
 }

@@ -1,5 +1,12 @@
-//! Prometheus metrics every operator exposes on `/metrics`, plus a registry on which each
-//! operator registers its own (member lag, backup age, ...).
+//! Prometheus metrics every operator exposes on `/metrics`, plus a registry per watched
+//! namespace on which each operator registers its own (member lag, backup age, ...).
+//!
+//! Every series of a namespace's registry carries `namespace="<ns>"`: two clusters of the
+//! same name in two watched namespaces are two series, and an alert names the namespace
+//! the cluster lives in, not the one the operator runs in. The operator's own series
+//! (reconciles, leader) carry none, so a scrape's `namespace` label (the operator's pod)
+//! stays on them; a scrape must honour the exported labels (`honorLabels: true` in the
+//! PodMonitor) for the clusters' to win.
 //!
 //! The reconcile metrics are the RED set per controller: rate (`reconciles_total`), errors
 //! (`reconcile_errors_total` by reason) and duration (`reconcile_duration_seconds`).
@@ -20,21 +27,34 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-/// The shared metrics of one operator process.
+/// The shared metrics of one operator process, served on `/metrics` with those of every
+/// watched namespace ([`Metrics::namespace`]).
 pub struct Metrics {
-    /// The registry served on `/metrics`; operators register their own collectors here.
+    /// The operator's own series (reconciles, leader).
     pub registry: Registry,
+    /// The metric name prefix, for the namespaces' registries.
+    prefix: String,
+    /// The registry of each watched namespace, in the order they were created.
+    namespaces: Mutex<Vec<Registry>>,
     reconciles: IntCounterVec,
     errors: IntCounterVec,
     duration: HistogramVec,
     leader: IntGauge,
+}
+
+/// The metrics of the resources in one watched namespace: each series carries its
+/// `namespace` label.
+pub struct NamespaceMetrics {
+    /// The namespace's registry; operators register their per-cluster collectors here.
+    pub registry: Registry,
     task_restarts: ClusterFamily<IntCounterVec>,
 }
 
 impl Metrics {
     /// Creates the registry with metric names prefixed by `prefix` (e.g. `statecraft_mysql`).
     pub fn new(prefix: &str) -> Result<Self, prometheus::Error> {
-        let registry = Registry::new_custom(Some(prefix.replace('-', "_")), None)?;
+        let prefix = prefix.replace('-', "_");
+        let registry = Registry::new_custom(Some(prefix.clone()), None)?;
         let reconciles = IntCounterVec::new(
             Opts::new("reconciles_total", "Reconciles run, by controller and result."),
             &["controller", "result"],
@@ -53,6 +73,13 @@ impl Metrics {
         registry.register(Box::new(errors.clone()))?;
         registry.register(Box::new(duration.clone()))?;
         registry.register(Box::new(leader.clone()))?;
+        Ok(Metrics { registry, prefix, namespaces: Mutex::new(Vec::new()), reconciles, errors, duration, leader })
+    }
+
+    /// Creates the registry of watched namespace `namespace`, served with the others.
+    pub fn namespace(&self, namespace: &str) -> Result<NamespaceMetrics, prometheus::Error> {
+        let labels = [("namespace".to_string(), namespace.to_string())].into_iter().collect();
+        let registry = Registry::new_custom(Some(self.prefix.clone()), Some(labels))?;
         let task_restarts = ClusterFamily::register(
             &registry,
             IntCounterVec::new(
@@ -60,7 +87,8 @@ impl Metrics {
                 &["cluster"],
             )?,
         )?;
-        Ok(Metrics { registry, reconciles, errors, duration, leader, task_restarts })
+        self.namespaces.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(registry.clone());
+        Ok(NamespaceMetrics { registry, task_restarts })
     }
 
     /// Records one finished reconcile.
@@ -78,6 +106,37 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// The text exposition of every series (see [`Metrics::gather`]).
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        // Encoding into a Vec cannot fail for the text format except on invalid metrics,
+        // which registration already rejected.
+        if let Err(e) = TextEncoder::new().encode(&self.gather(), &mut buf) {
+            tracing::warn!(error = %e, "encoding metrics");
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// Every series: the operator's and every namespace's, one family per metric name (each
+    /// namespace's registry has its own), sorted by name.
+    pub fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let mut families: BTreeMap<String, prometheus::proto::MetricFamily> = BTreeMap::new();
+        let namespaces = self.namespaces.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        for family in std::iter::once(&self.registry).chain(&namespaces).flat_map(Registry::gather) {
+            match families.entry(family.name().to_string()) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(family);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    e.get_mut().mut_metric().extend(family.get_metric().iter().cloned());
+                }
+            }
+        }
+        families.into_values().collect()
+    }
+}
+
+impl NamespaceMetrics {
     /// Exports the task restarts of `cluster` from 0 when its task starts, so that the first
     /// restart is an increase an alert's `increase()` sees, not the birth of a series.
     pub fn watch_task(&self, cluster: &str) {
@@ -92,17 +151,6 @@ impl Metrics {
     /// Stops exporting the task restarts of a deleted cluster.
     pub fn forget_task(&self, cluster: &str) {
         self.task_restarts.forget(cluster);
-    }
-
-    /// The text exposition of every registered metric.
-    pub fn render(&self) -> String {
-        let mut buf = Vec::new();
-        // Encoding into a Vec cannot fail for the text format except on invalid metrics,
-        // which registration already rejected.
-        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buf) {
-            tracing::warn!(error = %e, "encoding metrics");
-        }
-        String::from_utf8_lossy(&buf).into_owned()
     }
 }
 
@@ -282,10 +330,6 @@ mod tests {
         m.observe_reconcile("widget", 0.02, None);
         m.observe_reconcile("widget", 0.5, Some("InvalidSpec"));
         m.set_leader(true);
-        m.watch_task("db");
-        m.watch_task("idle");
-        m.task_restarted("db");
-        m.task_restarted("db");
         let text = m.render();
         assert!(text.contains(r#"statecraft_test_reconciles_total{controller="widget",result="success"} 1"#), "{text}");
         assert!(
@@ -294,10 +338,27 @@ mod tests {
         );
         assert!(text.contains("statecraft_test_leader 1"), "{text}");
         assert!(text.contains(r#"statecraft_test_reconcile_duration_seconds_count{controller="widget"} 2"#), "{text}");
-        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="db"} 2"#), "{text}");
-        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="idle"} 0"#), "{text}");
-        m.forget_task("db");
-        m.forget_task("idle");
+        Ok(())
+    }
+
+    #[test]
+    fn each_namespace_labels_its_series_and_one_family_holds_them_all() -> Result<(), prometheus::Error> {
+        let m = Metrics::new("statecraft-test")?;
+        let shop = m.namespace("shop")?;
+        let billing = m.namespace("billing")?;
+        shop.watch_task("db");
+        shop.watch_task("idle");
+        shop.task_restarted("db");
+        shop.task_restarted("db");
+        billing.task_restarted("db");
+        let text = m.render();
+        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="db",namespace="shop"} 2"#), "{text}");
+        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="idle",namespace="shop"} 0"#), "{text}");
+        assert!(text.contains(r#"statecraft_test_task_restarts_total{cluster="db",namespace="billing"} 1"#), "{text}");
+        assert_eq!(text.matches("# TYPE statecraft_test_task_restarts_total").count(), 1, "{text}");
+        shop.forget_task("db");
+        shop.forget_task("idle");
+        billing.forget_task("db");
         assert!(!m.render().contains("task_restarts_total{"), "a deleted cluster's restarts are not exported");
         Ok(())
     }

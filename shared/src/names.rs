@@ -52,6 +52,17 @@ pub fn is_dns_1035_label(name: &str) -> bool {
         && b.iter().all(inner)
 }
 
+/// Whether `name` is a DNS-1123 label (what a namespace name must be): like a DNS-1035
+/// label, but it may start with a digit.
+pub fn is_dns_1123_label(name: &str) -> bool {
+    let b = name.as_bytes();
+    let alphanumeric = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    b.len() <= MAX_LABEL
+        && b.first().is_some_and(alphanumeric)
+        && b.last().is_some_and(alphanumeric)
+        && b.iter().all(|c| alphanumeric(c) || *c == b'-')
+}
+
 /// What a valid cluster name is, for messages (the CEL rule's and [`check_cluster_name`]'s).
 fn rule_text(max: usize) -> String {
     format!(

@@ -1,10 +1,12 @@
 //! Namespace-scoped, least-privilege RBAC rendered from the rules each operator declares.
 //!
-//! Every Statecraft operator runs in one namespace and manages objects only there, so it
-//! never needs a ClusterRole. Each operator declares the `(apiGroup, resources, verbs)` it
-//! uses as [`Rule`]s (usually `base_rules()` plus a `const` slice of its own); [`render`]
-//! turns them into a ServiceAccount, a Role and a RoleBinding in that namespace, and
-//! [`to_yaml`] prints them for `kubectl apply` or for a golden file.
+//! A Statecraft operator runs in one namespace and manages objects in the namespaces it
+//! watches (its own by default), so it never needs a ClusterRole. Each operator declares the
+//! `(apiGroup, resources, verbs)` it uses as [`Rule`]s (usually `base_rules()` plus a
+//! `const` slice of its own); [`render`] turns them into a ServiceAccount, a Role and
+//! RoleBinding in each watched namespace, and in its own namespace a Role and RoleBinding
+//! named `<name>-self` with [`self_rules`] (its Lease, its pod); [`to_yaml`] prints them for
+//! `kubectl apply` or for a golden file.
 //!
 //! [`validate`] refuses, before anything is rendered, every rule that is not least
 //! privilege or that could not work in a namespaced Role:
@@ -103,19 +105,28 @@ impl fmt::Display for Rule {
 /// The RBAC of one operator: its identity and every rule it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorRbac {
-    /// Name of the ServiceAccount, Role and RoleBinding, and the `app.kubernetes.io/name`
+    /// Name of the ServiceAccount, Roles and RoleBindings, and the `app.kubernetes.io/name`
     /// label, e.g. `statecraft-mysql`. Must be a DNS-1123 label because it is a label value.
     pub name: String,
-    /// The namespace the operator runs in and manages.
+    /// The namespace the operator runs in: its ServiceAccount, Lease and pod live there.
     pub namespace: String,
-    /// The rules, taken verbatim; see [`OperatorRbac::with_base_rules`].
+    /// The namespaces whose resources it manages: `rules` are granted in each.
+    pub watched: Vec<String>,
+    /// The rules in every watched namespace, taken verbatim; see
+    /// [`OperatorRbac::with_base_rules`].
     pub rules: Vec<Rule>,
 }
 
 impl OperatorRbac {
-    /// RBAC with exactly `rules`.
+    /// RBAC with exactly `rules`, for an operator watching its own namespace.
     pub fn new(name: impl Into<String>, namespace: impl Into<String>, rules: impl IntoIterator<Item = Rule>) -> Self {
-        OperatorRbac { name: name.into(), namespace: namespace.into(), rules: rules.into_iter().collect() }
+        let namespace = namespace.into();
+        OperatorRbac {
+            name: name.into(),
+            watched: vec![namespace.clone()],
+            namespace,
+            rules: rules.into_iter().collect(),
+        }
     }
 
     /// RBAC with [`base_rules`] followed by the operator's own rules: the usual way to
@@ -127,26 +138,41 @@ impl OperatorRbac {
     ) -> Self {
         Self::new(name, namespace, base_rules().into_iter().chain(operator_rules))
     }
+
+    /// The same RBAC granting its rules in `watched` instead.
+    pub fn watching(mut self, watched: &[String]) -> Self {
+        self.watched = watched.to_vec();
+        self
+    }
 }
 
-/// The rules every Statecraft operator needs for the shared library itself, and nothing
-/// else; operators append their own.
+/// The rules every Statecraft operator needs in each watched namespace for the shared
+/// library itself, and nothing else; operators append their own.
+///
+/// - `events.k8s.io` `events` create/patch: kube's `Recorder` (kube-runtime 5) publishes
+///   `events.k8s.io/v1` Events, creating a new one and patching it when the same event
+///   repeats. It never writes core `v1` Events, so no rule for the core group is needed.
+pub fn base_rules() -> Vec<Rule> {
+    vec![Rule::new("events.k8s.io", &["events"], &["create", "patch"])]
+}
+
+/// The rules an operator needs in its own namespace, on itself: the `<name>-self` Role.
 ///
 /// - `coordination.k8s.io` `leases` get/watch/create/update: leader election reads the
 ///   Lease, creates it the first time and renews or takes it over with an update; a standby
 ///   watches it, so that it sees each renewal as it is written. No `resourceNames`, because
 ///   `create` cannot be restricted by name.
-/// - `events.k8s.io` `events` create/patch: kube's `Recorder` (kube-runtime 5) publishes
-///   `events.k8s.io/v1` Events, creating a new one and patching it when the same event
-///   repeats. It never writes core `v1` Events, so no rule for the core group is needed.
-pub fn base_rules() -> Vec<Rule> {
+/// - `pods` get: its own pod, read once for the image its Jobs run
+///   (`deploy::operator_image`).
+pub fn self_rules() -> Vec<Rule> {
     vec![
         Rule::new("coordination.k8s.io", &["leases"], &["get", "watch", "create", "update"]),
-        Rule::new("events.k8s.io", &["events"], &["create", "patch"]),
-        // Its own pod, for the image its Jobs run (`deploy::operator_image`).
-        Rule::new("", &["pods"], &["get"]),
+        Rule::new(CORE_GROUP, &["pods"], &["get"]),
     ]
 }
+
+/// The suffix of the Role and RoleBinding holding [`self_rules`].
+pub const SELF_SUFFIX: &str = "-self";
 
 /// Resources that exist outside any namespace, keyed by `(apiGroup, resource)`. A Role
 /// cannot grant them, so a rule naming one is refused: either it is a mistake or the
@@ -416,30 +442,41 @@ fn base_resource(resource: &str) -> &str {
     resource.split_once('/').map_or(resource, |(base, _)| base)
 }
 
-/// The three objects that give an operator its permissions, all in its namespace.
+/// The objects that give an operator its permissions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedRbac {
-    /// The identity the operator's pods run as.
+    /// The identity the operator's pods run as, in its namespace.
     pub service_account: ServiceAccount,
-    /// The merged, sorted rules.
-    pub role: Role,
-    /// Binds `role` to `service_account`.
-    pub role_binding: RoleBinding,
+    /// Each Role (merged, sorted rules) with the RoleBinding that gives it to
+    /// `service_account`: first `<name>-self` in the operator's namespace, then `<name>` in
+    /// each watched namespace.
+    pub roles: Vec<(Role, RoleBinding)>,
 }
 
-/// Validates the rules and renders the ServiceAccount, Role and RoleBinding, all named
-/// `rbac.name` in `rbac.namespace`. The Role's rules are merged and sorted (see the module
-/// documentation) so that the output is stable for golden files and diffs.
+/// Validates the rules and names and renders the ServiceAccount, in `rbac.namespace`, and the
+/// Roles and RoleBindings (see [`RenderedRbac::roles`]). The rules are merged and sorted (see
+/// the module documentation) so that the output is stable for golden files and diffs; a
+/// namespace watched twice is rendered once.
 ///
-/// The namespace itself is not rendered: it belongs to whoever installs the operator.
+/// No Namespace is rendered: they belong to whoever installs the operator.
 pub fn render(rbac: &OperatorRbac) -> Result<RenderedRbac, RbacError> {
     check_dns_label("name", &rbac.name)?;
     check_dns_label("namespace", &rbac.namespace)?;
+    if rbac.watched.is_empty() {
+        return Err(RbacError::InvalidName {
+            field: "watched namespaces",
+            value: String::new(),
+            reason: "name at least one",
+        });
+    }
+    for namespace in &rbac.watched {
+        check_dns_label("watched namespace", namespace)?;
+    }
     validate(&rbac.rules)?;
 
-    let metadata = ObjectMeta {
-        name: Some(rbac.name.clone()),
-        namespace: Some(rbac.namespace.clone()),
+    let metadata = |name: &str, namespace: &str| ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: Some(namespace.to_owned()),
         labels: Some(
             [
                 ("app.kubernetes.io/managed-by", "statecraft"),
@@ -452,36 +489,45 @@ pub fn render(rbac: &OperatorRbac) -> Result<RenderedRbac, RbacError> {
         ),
         ..ObjectMeta::default()
     };
-
-    Ok(RenderedRbac {
-        service_account: ServiceAccount { metadata: metadata.clone(), ..ServiceAccount::default() },
-        role: Role { metadata: metadata.clone(), rules: Some(normalize(&rbac.rules)) },
-        role_binding: RoleBinding {
-            metadata,
-            role_ref: RoleRef { api_group: RBAC_GROUP.to_owned(), kind: "Role".to_owned(), name: rbac.name.clone() },
+    let bound = |name: &str, namespace: &str, rules: &[Rule]| {
+        let role = Role { metadata: metadata(name, namespace), rules: Some(normalize(rules)) };
+        let binding = RoleBinding {
+            metadata: metadata(name, namespace),
+            role_ref: RoleRef { api_group: RBAC_GROUP.to_owned(), kind: "Role".to_owned(), name: name.to_owned() },
             subjects: Some(vec![Subject {
                 api_group: None,
                 kind: "ServiceAccount".to_owned(),
                 name: rbac.name.clone(),
                 namespace: Some(rbac.namespace.clone()),
             }]),
+        };
+        (role, binding)
+    };
+
+    let mut roles = vec![bound(&format!("{}{SELF_SUFFIX}", rbac.name), &rbac.namespace, &self_rules())];
+    let mut seen = BTreeSet::new();
+    for namespace in rbac.watched.iter().filter(|ns| seen.insert(ns.as_str())) {
+        roles.push(bound(&rbac.name, namespace, &rbac.rules));
+    }
+    Ok(RenderedRbac {
+        service_account: ServiceAccount {
+            metadata: metadata(&rbac.name, &rbac.namespace),
+            ..ServiceAccount::default()
         },
+        roles,
     })
 }
 
 /// Both the name (also a label value) and the namespace must be DNS-1123 labels.
 fn check_dns_label(field: &'static str, value: &str) -> Result<(), RbacError> {
-    let invalid = |reason| Err(RbacError::InvalidName { field, value: value.to_owned(), reason });
-    if value.is_empty() || value.len() > 63 {
-        return invalid("must be 1 to 63 characters");
+    if crate::names::is_dns_1123_label(value) {
+        return Ok(());
     }
-    if !value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        || value.starts_with('-')
-        || value.ends_with('-')
-    {
-        return invalid("must be lowercase letters, digits and '-', starting and ending with a letter or digit");
-    }
-    Ok(())
+    Err(RbacError::InvalidName {
+        field,
+        value: value.to_owned(),
+        reason: "must be 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit",
+    })
 }
 
 /// Turns validated rules into the smallest stable set of PolicyRules granting exactly the
@@ -567,15 +613,16 @@ impl MergedRule<'_> {
     }
 }
 
-/// Prints the objects as multi-document YAML in apply order: ServiceAccount, Role,
-/// RoleBinding. Every document starts with `---`, so outputs of several operators can be
-/// concatenated into one file. k8s-openapi serializes `apiVersion` and `kind` itself.
+/// Prints the objects as multi-document YAML in apply order: ServiceAccount, then each Role
+/// followed by its RoleBinding. Every document starts with `---`, so outputs of several
+/// operators can be concatenated into one file. k8s-openapi serializes `apiVersion` and
+/// `kind` itself.
 pub fn to_yaml(rendered: &RenderedRbac) -> Result<String, serde_norway::Error> {
-    let docs = [
-        serde_norway::to_string(&rendered.service_account)?,
-        serde_norway::to_string(&rendered.role)?,
-        serde_norway::to_string(&rendered.role_binding)?,
-    ];
+    let mut docs = vec![serde_norway::to_string(&rendered.service_account)?];
+    for (role, binding) in &rendered.roles {
+        docs.push(serde_norway::to_string(role)?);
+        docs.push(serde_norway::to_string(binding)?);
+    }
     Ok(docs.iter().map(|doc| format!("---\n{doc}")).collect())
 }
 
@@ -601,11 +648,18 @@ mod tests {
     }
 
     #[test]
-    fn valid_rules_render_three_linked_objects() {
+    fn valid_rules_render_linked_objects() {
         let r = render(&mysql()).expect("valid rules render");
+        let [(own, own_binding), (role, binding)] = &r.roles[..] else { panic!("two roles: {:?}", r.roles) };
 
-        for meta in [&r.service_account.metadata, &r.role.metadata, &r.role_binding.metadata] {
-            assert_eq!(meta.name.as_deref(), Some("statecraft-mysql"));
+        for (meta, name) in [
+            (&r.service_account.metadata, "statecraft-mysql"),
+            (&role.metadata, "statecraft-mysql"),
+            (&binding.metadata, "statecraft-mysql"),
+            (&own.metadata, "statecraft-mysql-self"),
+            (&own_binding.metadata, "statecraft-mysql-self"),
+        ] {
+            assert_eq!(meta.name.as_deref(), Some(name));
             assert_eq!(meta.namespace.as_deref(), Some("databases"));
             let labels = meta.labels.as_ref().expect("labels");
             assert_eq!(labels["app.kubernetes.io/name"], "statecraft-mysql");
@@ -613,17 +667,19 @@ mod tests {
             assert_eq!(labels["app.kubernetes.io/managed-by"], "statecraft");
         }
 
-        let rb = &r.role_binding;
-        assert_eq!(rb.role_ref.api_group, "rbac.authorization.k8s.io");
-        assert_eq!(rb.role_ref.kind, "Role");
-        assert_eq!(rb.role_ref.name, "statecraft-mysql");
-        let subjects = rb.subjects.as_deref().expect("subjects");
-        assert_eq!(subjects.len(), 1);
-        assert_eq!(subjects[0].kind, "ServiceAccount");
-        assert_eq!(subjects[0].name, "statecraft-mysql");
-        assert_eq!(subjects[0].namespace.as_deref(), Some("databases"));
+        for (rb, role) in [(binding, "statecraft-mysql"), (own_binding, "statecraft-mysql-self")] {
+            assert_eq!(rb.role_ref.api_group, "rbac.authorization.k8s.io");
+            assert_eq!(rb.role_ref.kind, "Role");
+            assert_eq!(rb.role_ref.name, role);
+            let subjects = rb.subjects.as_deref().expect("subjects");
+            assert_eq!(subjects.len(), 1);
+            assert_eq!(subjects[0].kind, "ServiceAccount");
+            assert_eq!(subjects[0].name, "statecraft-mysql");
+            assert_eq!(subjects[0].namespace.as_deref(), Some("databases"));
+        }
+        assert_eq!(own.rules, Some(normalize(&self_rules())));
 
-        let rules = r.role.rules.as_deref().expect("rules");
+        let rules = role.rules.as_deref().expect("rules");
         let find = |group: &str, resource: &str| {
             rules
                 .iter()
@@ -633,7 +689,7 @@ mod tests {
                 })
                 .unwrap_or_else(|| panic!("no rule for {group:?} {resource}"))
         };
-        assert_eq!(find("coordination.k8s.io", "leases").verbs, ["get", "watch", "create", "update"]);
+        assert!(!rules.iter().any(|p| p.api_groups == Some(vec!["coordination.k8s.io".into()])), "no Lease here");
         assert_eq!(find("events.k8s.io", "events").verbs, ["create", "patch"]);
         let secrets = find("", "secrets");
         assert_eq!(secrets.verbs, ["get"]);
@@ -652,14 +708,41 @@ mod tests {
     }
 
     #[test]
-    fn base_rules_are_valid_and_minimal() {
+    fn base_and_self_rules_are_valid_and_minimal() {
         let base = base_rules();
         validate(&base).expect("base rules are valid");
         let groups: Vec<_> = base.iter().map(|r| r.api_group).collect();
-        assert_eq!(groups, ["coordination.k8s.io", "events.k8s.io", CORE_GROUP]);
-        let core: Vec<_> = base.iter().filter(|r| r.api_group == CORE_GROUP).collect();
-        assert_eq!(core.len(), 1, "kube's Recorder writes events.k8s.io only: no core events");
-        assert_eq!((core[0].resources, core[0].verbs), (&["pods"][..], &["get"][..]), "its own pod, read once");
+        assert_eq!(groups, ["events.k8s.io"], "kube's Recorder writes events.k8s.io only: no core events");
+        let own = self_rules();
+        validate(&own).expect("self rules are valid");
+        let groups: Vec<_> = own.iter().map(|r| r.api_group).collect();
+        assert_eq!(groups, ["coordination.k8s.io", CORE_GROUP]);
+        assert_eq!((own[1].resources, own[1].verbs), (&["pods"][..], &["get"][..]), "its own pod, read once");
+    }
+
+    #[test]
+    fn each_watched_namespace_gets_the_rules_and_the_lease_stays_home() {
+        let watched = ["shop".to_string(), "billing".to_string(), "shop".to_string()];
+        let r = render(&mysql().watching(&watched)).expect("renders");
+        let placed: Vec<_> = r
+            .roles
+            .iter()
+            .map(|(role, binding)| {
+                assert_eq!(role.metadata, binding.metadata);
+                let subject = &binding.subjects.as_deref().expect("subjects")[0];
+                assert_eq!(subject.namespace.as_deref(), Some("databases"), "the ServiceAccount stays home");
+                (role.metadata.namespace.as_deref().unwrap_or(""), role.metadata.name.as_deref().unwrap_or(""))
+            })
+            .collect();
+        assert_eq!(
+            placed,
+            [("databases", "statecraft-mysql-self"), ("shop", "statecraft-mysql"), ("billing", "statecraft-mysql")],
+            "no data rights in its own namespace unless watched; each namespace once"
+        );
+        assert_eq!(r.roles[1].0.rules, r.roles[2].0.rules);
+        let err = render(&mysql().watching(&["Shop".to_string()])).expect_err("refused");
+        assert!(err.to_string().contains("watched namespace \"Shop\""), "{err}");
+        assert!(render(&mysql().watching(&[])).is_err(), "watching nothing");
     }
 
     /// Every kind of refused rule, with the text its error must contain to name the rule.
@@ -794,8 +877,6 @@ mod tests {
                 Rule::new(CORE_GROUP, &["services"], &["create", "get"]),
                 Rule::new("apps", &["statefulsets"], &["get", "list", "watch", "create", "patch", "delete"]),
                 Rule::new("statecraft.io", &["mysqlclusters"], &["get", "list", "watch", "patch"]),
-                Rule::new("coordination.k8s.io", &["leases"], &["update", "get", "watch", "create"]),
-                Rule::new("coordination.k8s.io", &["leases"], &["get"]),
                 Rule::new(CORE_GROUP, &["pods"], &["get"]).with_resource_names(&["mysql-0"]),
             ],
         );
@@ -830,7 +911,7 @@ mod tests {
     }
 
     #[test]
-    fn yaml_has_three_documents_with_api_version_and_kind() {
+    fn yaml_documents_have_api_version_and_kind_in_apply_order() {
         let rendered = render(&mysql()).expect("renders");
         let yaml = to_yaml(&rendered).expect("yaml");
 
@@ -838,22 +919,19 @@ mod tests {
             .map(|doc| serde_norway::Value::deserialize(doc).expect("each document parses"))
             .collect();
         let kinds: Vec<_> = docs.iter().map(|d| (d["apiVersion"].as_str(), d["kind"].as_str())).collect();
-        assert_eq!(
-            kinds,
-            [
-                (Some("v1"), Some("ServiceAccount")),
-                (Some("rbac.authorization.k8s.io/v1"), Some("Role")),
-                (Some("rbac.authorization.k8s.io/v1"), Some("RoleBinding")),
-            ]
-        );
+        let role = (Some("rbac.authorization.k8s.io/v1"), Some("Role"));
+        let binding = (Some("rbac.authorization.k8s.io/v1"), Some("RoleBinding"));
+        assert_eq!(kinds, [(Some("v1"), Some("ServiceAccount")), role, binding, role, binding]);
 
         // And back into the typed objects, unchanged.
         let mut typed = serde_norway::Deserializer::from_str(&yaml);
         let sa = ServiceAccount::deserialize(typed.next().expect("doc 1")).expect("ServiceAccount");
-        let role = Role::deserialize(typed.next().expect("doc 2")).expect("Role");
-        let rb = RoleBinding::deserialize(typed.next().expect("doc 3")).expect("RoleBinding");
-        assert!(typed.next().is_none());
-        assert_eq!(RenderedRbac { service_account: sa, role, role_binding: rb }, rendered);
+        let mut roles = Vec::new();
+        while let Some(doc) = typed.next() {
+            let role = Role::deserialize(doc).expect("Role");
+            roles.push((role, RoleBinding::deserialize(typed.next().expect("its binding")).expect("RoleBinding")));
+        }
+        assert_eq!(RenderedRbac { service_account: sa, roles }, rendered);
     }
 
     #[test]
@@ -882,6 +960,50 @@ metadata:
     app.kubernetes.io/managed-by: statecraft
     app.kubernetes.io/name: statecraft-etcd
     app.kubernetes.io/part-of: statecraft
+  name: statecraft-etcd-self
+  namespace: etcd
+rules:
+- apiGroups:
+  - ''
+  resources:
+  - pods
+  verbs:
+  - get
+- apiGroups:
+  - coordination.k8s.io
+  resources:
+  - leases
+  verbs:
+  - get
+  - watch
+  - create
+  - update
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  labels:
+    app.kubernetes.io/managed-by: statecraft
+    app.kubernetes.io/name: statecraft-etcd
+    app.kubernetes.io/part-of: statecraft
+  name: statecraft-etcd-self
+  namespace: etcd
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: statecraft-etcd-self
+subjects:
+- kind: ServiceAccount
+  name: statecraft-etcd
+  namespace: etcd
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  labels:
+    app.kubernetes.io/managed-by: statecraft
+    app.kubernetes.io/name: statecraft-etcd
+    app.kubernetes.io/part-of: statecraft
   name: statecraft-etcd
   namespace: etcd
 rules:
@@ -894,15 +1016,6 @@ rules:
   - get
   - list
   - watch
-- apiGroups:
-  - coordination.k8s.io
-  resources:
-  - leases
-  verbs:
-  - get
-  - watch
-  - create
-  - update
 - apiGroups:
   - events.k8s.io
   resources:

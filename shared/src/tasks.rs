@@ -109,11 +109,11 @@ impl<K> RestartReporter<K> {
 
 impl<K: Resource<DynamicType = ()> + 'static> OnRestart for RestartReporter<K> {
     fn watching(&self, name: &str) {
-        self.rt.metrics.watch_task(name);
+        self.rt.namespace_metrics.watch_task(name);
     }
 
     async fn restarting(&self, restart: &Restart) {
-        self.rt.metrics.task_restarted(&restart.name);
+        self.rt.namespace_metrics.task_restarted(&restart.name);
         // Built from what the registry knows, so reporting needs no read of the resource.
         let regarding = ObjectReference {
             api_version: Some(K::api_version(&()).into_owned()),
@@ -133,7 +133,7 @@ impl<K: Resource<DynamicType = ()> + 'static> OnRestart for RestartReporter<K> {
     }
 
     fn forget(&self, name: &str) {
-        self.rt.metrics.forget_task(name);
+        self.rt.namespace_metrics.forget_task(name);
     }
 }
 

@@ -165,21 +165,27 @@ async fn install_crd(client: &Client) -> TestResult {
     Ok(())
 }
 
-/// Installs the echo operator's rendered ServiceAccount, Role and RoleBinding in `ns`, and
-/// returns a kubeconfig that authenticates as that service account: the operator then runs
-/// with exactly the rights its `rbac` subcommand declares.
-async fn install_rbac(server: &ApiServer, client: &Client, ns: &str) -> TestResult<PathBuf> {
-    let text = operator_output(&["rbac", "--namespace", ns])?;
+/// Installs the echo operator's rendered ServiceAccount, Roles and RoleBindings for an
+/// operator in `ns` watching `watched` (its own namespace when empty), and returns a
+/// kubeconfig that authenticates as that service account: the operator then runs with
+/// exactly the rights its `rbac` subcommand declares.
+async fn install_rbac(server: &ApiServer, client: &Client, ns: &str, watched: &[&str]) -> TestResult<PathBuf> {
+    let namespaces = watched.join(",");
+    let text = operator_output(&["rbac", "--namespace", ns, "--namespaces", &namespaces])?;
     let docs: Vec<serde_norway::Value> =
         serde_norway::Deserializer::from_str(&text).map(serde::Deserialize::deserialize).collect::<Result<_, _>>()?;
-    assert_eq!(docs.len(), 3, "ServiceAccount, Role, RoleBinding");
+    let roles = watched.len().max(1) + 1;
+    assert_eq!(docs.len(), 1 + 2 * roles, "a ServiceAccount, then a Role and its RoleBinding {roles} times");
     let pp = PostParams::default();
     let sa: ServiceAccount = serde_norway::from_value(docs[0].clone())?;
-    let role: Role = serde_norway::from_value(docs[1].clone())?;
-    let binding: RoleBinding = serde_norway::from_value(docs[2].clone())?;
     Api::<ServiceAccount>::namespaced(client.clone(), ns).create(&pp, &sa).await?;
-    Api::<Role>::namespaced(client.clone(), ns).create(&pp, &role).await?;
-    Api::<RoleBinding>::namespaced(client.clone(), ns).create(&pp, &binding).await?;
+    for pair in docs[1..].chunks(2) {
+        let role: Role = serde_norway::from_value(pair[0].clone())?;
+        let binding: RoleBinding = serde_norway::from_value(pair[1].clone())?;
+        let namespace = role.metadata.namespace.clone().ok_or("a Role without a namespace")?;
+        Api::<Role>::namespaced(client.clone(), &namespace).create(&pp, &role).await?;
+        Api::<RoleBinding>::namespaced(client.clone(), &namespace).create(&pp, &binding).await?;
+    }
     Ok(server.kubeconfig_as(&format!("system:serviceaccount:{ns}:statecraft-echo"), &["system:serviceaccounts"])?)
 }
 
@@ -198,7 +204,7 @@ async fn echo_setup(ns: &str) -> TestResult<EchoSetup> {
     let admin = server.client().await?;
     namespace(&admin, ns).await?;
     install_crd(&admin).await?;
-    let kubeconfig = install_rbac(&server, &admin, ns).await?;
+    let kubeconfig = install_rbac(&server, &admin, ns, &[]).await?;
     let logs = log_dir(ns)?;
     Ok(EchoSetup { server, admin, kubeconfig, logs })
 }
@@ -206,11 +212,17 @@ async fn echo_setup(ns: &str) -> TestResult<EchoSetup> {
 /// Starts one echo operator replica, configured through environment variables as the
 /// Deployment does.
 fn start_operator(kubeconfig: &Path, ns: &str, identity: &str, log: &Path) -> TestResult<Child> {
+    start_watching(kubeconfig, ns, &[], identity, log)
+}
+
+/// [`start_operator`] watching `watched` (`STATECRAFT_NAMESPACES`) rather than `ns`.
+fn start_watching(kubeconfig: &Path, ns: &str, watched: &[&str], identity: &str, log: &Path) -> TestResult<Child> {
     let log = std::fs::File::create(log)?;
     Ok(Command::new(OPERATOR)
         .arg("run")
         .env("KUBECONFIG", kubeconfig)
         .env("STATECRAFT_NAMESPACE", ns)
+        .env("STATECRAFT_NAMESPACES", watched.join(","))
         .env("POD_NAME", identity)
         .env("STATECRAFT_HEALTH_ADDR", "127.0.0.1:0")
         .env("STATECRAFT_METRICS_ADDR", "127.0.0.1:0")
@@ -348,6 +360,46 @@ async fn one_leader_reconciles_and_a_standby_takes_over_when_it_dies() -> TestRe
         }),
     )?;
     assert_eq!(data(cms.get("e1-echo").await?, "message").as_deref(), Some("after failover"));
+    Ok(())
+}
+
+/// An operator running in `home` with `--namespaces shop,billing`, holding only the Roles
+/// `rbac --namespaces` renders, serves both (an Echo of the same name in each turns Ready
+/// with its own message), holds its Lease at home, and leaves home's Echo alone: home is
+/// not watched and the operator has no rights over Echoes there.
+#[tokio::test]
+async fn one_operator_serves_every_watched_namespace_and_elects_at_home() -> TestResult {
+    let (home, watched) = ("home", ["shop", "billing"]);
+    let server = ApiServer::start().await?;
+    let admin = server.client().await?;
+    for ns in [home, watched[0], watched[1]] {
+        namespace(&admin, ns).await?;
+    }
+    install_crd(&admin).await?;
+    let kubeconfig = install_rbac(&server, &admin, home, &watched).await?;
+    let logs = log_dir("watching")?;
+    let _operator = start_watching(&kubeconfig, home, &watched, "op-a", &logs.join("a.log"))?;
+    holding(&admin, home, "op-a").await?;
+
+    let pp = PostParams::default();
+    echo_api(&admin, home).create(&pp, &echo("same", "unwatched")?).await?;
+    for ns in watched {
+        echo_api(&admin, ns).create(&pp, &echo("same", &format!("hello from {ns}"))?).await?;
+    }
+    for ns in watched {
+        let echoes = echo_api(&admin, ns);
+        let by = eventually(Duration::from_secs(30), &format!("Echo same in {ns} Ready"), || ready_by(&echoes, "same"))
+            .await?;
+        assert_eq!(by, "op-a");
+        let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), ns);
+        assert_eq!(data(cms.get("same-echo").await?, "message"), Some(format!("hello from {ns}")));
+    }
+    let unwatched = echo_api(&admin, home).get("same").await?;
+    assert!(unwatched.data.get("status").is_none(), "home is not watched: {:?}", unwatched.data);
+    for ns in watched {
+        let leases: Api<Lease> = Api::namespaced(admin.clone(), ns);
+        assert!(lease_holder(&leases).await.is_none(), "no Lease in watched namespace {ns}");
+    }
     Ok(())
 }
 
@@ -610,7 +662,7 @@ async fn a_panicking_task_is_restarted_with_a_warning_event_and_a_metric() -> Te
     assert_eq!(regarding.uid.as_deref(), Some(uid.as_str()));
     let note = event.note.unwrap_or_default();
     assert!(note.contains("simulated bug in a client library") && note.contains("1s"), "{note}");
-    let restarts = r#"statecraft_echo_task_restarts_total{cluster="flaky"} 1"#;
+    let restarts = r#"statecraft_echo_task_restarts_total{cluster="flaky",namespace="tasks"} 1"#;
     assert!(rt.metrics.render().contains(restarts), "{}", rt.metrics.render());
 
     eventually(Duration::from_secs(10), "the task to be started again", || async {

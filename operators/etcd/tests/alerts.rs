@@ -158,7 +158,8 @@ fn member(names: &Names, id: u64, ordinal: u32, learner: bool) -> Member {
 /// abnormality, a good and a failed reconcile, leadership.
 fn operator_metrics() -> Metrics {
     let metrics = Metrics::new("statecraft-etcd").expect("shared metrics");
-    let etcd = EtcdMetrics::register(&metrics.registry).expect("etcd metrics");
+    let namespace = metrics.namespace("shop").expect("namespace metrics");
+    let etcd = EtcdMetrics::register(&namespace.registry).expect("etcd metrics");
     let names = Names::new("main", "prod");
     let mut o = Observed {
         members: Some(vec![member(&names, 1, 0, false), member(&names, 2, 1, false), member(&names, 3, 2, true)]),
@@ -202,8 +203,8 @@ fn operator_metrics() -> Metrics {
     metrics.observe_reconcile("etcdcluster", 0.05, None);
     metrics.observe_reconcile("etcdcluster", 0.5, Some("KubernetesApiError"));
     metrics.set_leader(true);
-    metrics.watch_task("main");
-    metrics.task_restarted("main");
+    namespace.watch_task("main");
+    namespace.task_restarted("main");
 
     metrics
 }
@@ -212,7 +213,7 @@ fn operator_metrics() -> Metrics {
 fn known() -> Catalogue {
     let mut known = Catalogue::new(&CLOSED_LABELS);
     known.scrape_adds(ETCD, &MEMBER_LABELS);
-    known.add_registry(OPERATOR, &operator_metrics().registry);
+    known.add_metrics(OPERATOR, &operator_metrics());
     for s in etcd_series() {
         known.add_series(ETCD, &s.name, s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     }

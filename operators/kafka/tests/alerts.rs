@@ -97,7 +97,8 @@ fn replica(id: i32, lag: i64, caught_up: bool) -> QuorumReplica {
 /// combined nodes, every phase; a good and a failed reconcile; leadership; a task restart.
 fn registered() -> Catalogue {
     let metrics = Metrics::new("statecraft-kafka").expect("shared metrics");
-    let kafka = KafkaMetrics::register(&metrics.registry).expect("kafka metrics");
+    let namespace = metrics.namespace("shop").expect("namespace metrics");
+    let kafka = KafkaMetrics::register(&namespace.registry).expect("kafka metrics");
     let separate = |leader: i32, epoch: i32| KafkaClusterStatus {
         phase: Some("Degraded".into()),
         quorum: Some(QuorumStatus {
@@ -136,11 +137,11 @@ fn registered() -> Catalogue {
     metrics.observe_reconcile("kafkacluster", 0.05, None);
     metrics.observe_reconcile("kafkacluster", 0.5, Some("KubernetesApiError"));
     metrics.set_leader(true);
-    metrics.watch_task("events");
-    metrics.task_restarted("events");
+    namespace.watch_task("events");
+    namespace.task_restarted("events");
 
     let mut catalogue = Catalogue::new(&CLOSED_LABELS);
-    catalogue.add_registry(OPERATOR, &metrics.registry);
+    catalogue.add_metrics(OPERATOR, &metrics);
     catalogue.scrape_adds(KAFKA, &NODE_LABELS);
     for s in kafka_series() {
         catalogue.add_series(KAFKA, &s.name, s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));

@@ -75,7 +75,8 @@ fn member(ordinal: u32, role: Option<&str>, server: ServerState) -> Member {
 /// good and a failed reconcile; leadership.
 fn registered() -> Catalogue {
     let metrics = Metrics::new("statecraft-mysql").expect("shared metrics");
-    let servers = ServerMetrics::register(&metrics.registry).expect("server metrics");
+    let namespace = metrics.namespace("shop").expect("namespace metrics");
+    let servers = ServerMetrics::register(&namespace.registry).expect("server metrics");
 
     let replication = Replication {
         source_host: "db-0".into(),
@@ -129,11 +130,11 @@ fn registered() -> Catalogue {
     metrics.observe_reconcile("mysqlcluster", 0.05, None);
     metrics.observe_reconcile("mysqlcluster", 0.5, Some("KubernetesApiError"));
     metrics.set_leader(true);
-    metrics.watch_task("db");
-    metrics.task_restarted("db");
+    namespace.watch_task("db");
+    namespace.task_restarted("db");
 
     let mut catalogue = Catalogue::new(&CLOSED_LABELS);
-    catalogue.add_registry(OPERATOR, &metrics.registry);
+    catalogue.add_metrics(OPERATOR, &metrics);
     catalogue
 }
 

@@ -1,12 +1,13 @@
 //! Runs an operator: the entry point every operator binary's `main` calls.
 //!
 //! `run` does, in order: start `/healthz`, `/readyz` and `/metrics`; wait until the
-//! operator's CRDs are served (listing each kind in the watched namespace succeeds, which
-//! needs no cluster-scoped rights); wait for the leader Lease; run the controllers until
-//! SIGTERM or until the Lease is lost. On SIGTERM the controllers finish their current
-//! reconciles, then the Lease is released so a standby takes over at once. On a lost
-//! Lease the process exits non-zero right away: another replica may already be acting,
-//! and Kubernetes restarts this one as a standby.
+//! operator's CRDs are served (listing each kind in every watched namespace succeeds, which
+//! needs no cluster-scoped rights); wait for the leader Lease (in the operator's own
+//! namespace); run the controllers, once per watched namespace, until SIGTERM or until the
+//! Lease is lost. On SIGTERM the controllers finish their current reconciles, then the
+//! Lease is released so a standby takes over at once. On a lost Lease the process exits
+//! non-zero right away: another replica may already be acting, and Kubernetes restarts
+//! this one as a standby.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -34,7 +35,7 @@ use crate::cli::{Cli, Command, LogFormat, RunArgs};
 use crate::error::backoff;
 use crate::events::EventPublisher;
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, NamespaceMetrics};
 use crate::rbac;
 use crate::{Error, ErrorCategory, Result};
 
@@ -92,11 +93,11 @@ pub fn sample_object(object: &impl serde::Serialize) -> Result<serde_json::Value
     serde_json::to_value(object).map_err(|e| Error::Permanent(format!("serializing a sample object: {e}")))
 }
 
-/// Shared state handed to the operator's controllers.
+/// Shared state handed to the operator's controllers, one per watched namespace.
 pub struct Runtime {
     /// API client.
     pub client: Client,
-    /// The namespace the operator watches.
+    /// The watched namespace whose resources these controllers manage.
     pub namespace: String,
     /// The operator's name, used as field manager (see [`Operator::NAME`]).
     pub field_manager: &'static str,
@@ -104,8 +105,10 @@ pub struct Runtime {
     pub identity: String,
     /// The shared Event publisher.
     pub events: EventPublisher,
-    /// The shared metrics registry.
+    /// The process's metrics (reconciles, leader).
     pub metrics: Arc<Metrics>,
+    /// The metrics of this namespace's resources: register per-cluster collectors here.
+    pub namespace_metrics: NamespaceMetrics,
     /// Remembers applied objects so unchanged applies are skipped.
     pub apply_cache: ApplyCache,
     /// Whether this replica may act now: check it before any write only the leader may
@@ -116,19 +119,51 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Builds the runtime for an operator named `name`, acting always (see
-    /// [`Runtime::with_leadership`]).
+    /// Builds the runtime for an operator named `name` watching `namespace`, acting always
+    /// (see [`Runtime::with_leadership`]).
     pub fn new(client: Client, namespace: String, name: &'static str, identity: String) -> Result<Self> {
         let metrics = Metrics::new(name).map_err(|e| Error::Permanent(format!("metrics registry: {e}")))?;
+        let events = EventPublisher::new(client.clone(), name, &identity);
+        Self::build(client, namespace, name, identity, events, Arc::new(metrics), Leadership::unelected())
+    }
+
+    /// The runtime of another watched namespace in the same process: the same client,
+    /// identity, Event publisher, metrics and leadership; its own namespace metrics, apply
+    /// cache and back-off.
+    pub fn watching(&self, namespace: String) -> Result<Self> {
+        Self::build(
+            self.client.clone(),
+            namespace,
+            self.field_manager,
+            self.identity.clone(),
+            self.events.clone(),
+            self.metrics.clone(),
+            self.leadership.clone(),
+        )
+    }
+
+    fn build(
+        client: Client,
+        namespace: String,
+        name: &'static str,
+        identity: String,
+        events: EventPublisher,
+        metrics: Arc<Metrics>,
+        leadership: Leadership,
+    ) -> Result<Self> {
+        let namespace_metrics = metrics
+            .namespace(&namespace)
+            .map_err(|e| Error::Permanent(format!("metrics registry of namespace {namespace}: {e}")))?;
         Ok(Runtime {
-            events: EventPublisher::new(client.clone(), name, &identity),
+            events,
             client,
             namespace,
             field_manager: name,
             identity,
-            metrics: Arc::new(metrics),
+            metrics,
+            namespace_metrics,
             apply_cache: ApplyCache::default(),
-            leadership: Leadership::unelected(),
+            leadership,
             failures: Mutex::new(HashMap::new()),
         })
     }
@@ -238,9 +273,17 @@ pub async fn main<O: Operator>() -> ExitCode {
             print!("{}", crate::reference::api_reference(O::NAME, &O::crds()));
             ExitCode::SUCCESS
         }
-        Command::Rbac { namespace } => print_or_fail(rbac_yaml::<O>(&namespace)),
-        Command::Manifests { namespace, image } => print_or_fail(manifests_yaml::<O>(&namespace, image.as_deref())),
-        Command::Install { namespace, image } => print_or_fail(install_yaml::<O>(&namespace, image.as_deref())),
+        Command::Rbac { namespace, namespaces } => print_or_fail(
+            crate::cli::watched_namespaces(&namespaces, &namespace).and_then(|w| rbac_yaml::<O>(&namespace, &w)),
+        ),
+        Command::Manifests { namespace, namespaces, image } => print_or_fail(
+            crate::cli::watched_namespaces(&namespaces, &namespace)
+                .and_then(|w| manifests_yaml::<O>(&namespace, &w, image.as_deref())),
+        ),
+        Command::Install { namespace, namespaces, image } => print_or_fail(
+            crate::cli::watched_namespaces(&namespaces, &namespace)
+                .and_then(|w| install_yaml::<O>(&namespace, &w, image.as_deref())),
+        ),
         Command::Job { name } => {
             init_job_tracing();
             match O::run_job(&name).await {
@@ -356,10 +399,11 @@ pub fn crd_yaml(crds: &[CustomResourceDefinition]) -> Result<String> {
     documents(crds, "CRD")
 }
 
-/// The operator's ServiceAccount, Role and RoleBinding as YAML. Refused when the rules do
-/// not let the operator list one of its own CRDs: `run` lists each before it starts the
-/// controllers, so such an operator would never become ready.
-pub fn rbac_yaml<O: Operator>(namespace: &str) -> Result<String> {
+/// The RBAC of the operator installed in `namespace` and managing resources in `watched`, as
+/// YAML: its ServiceAccount, Roles and RoleBindings ([`rbac::render`]). Refused when the
+/// rules do not let the operator list one of its own CRDs: `run` lists each before it starts
+/// the controllers, so such an operator would never become ready.
+pub fn rbac_yaml<O: Operator>(namespace: &str, watched: &[String]) -> Result<String> {
     let mut rules = rbac::base_rules();
     rules.extend(O::rbac_rules());
     let unlisted = unlisted_crds(&O::crds(), &rules);
@@ -370,7 +414,7 @@ pub fn rbac_yaml<O: Operator>(namespace: &str) -> Result<String> {
             unlisted.join(", ")
         )));
     }
-    let rendered = rbac::render(&rbac::OperatorRbac { name: O::NAME.into(), namespace: namespace.into(), rules })
+    let rendered = rbac::render(&rbac::OperatorRbac::new(O::NAME, namespace, rules).watching(watched))
         .map_err(|e| Error::Permanent(format!("RBAC rules of {}: {e}", O::NAME)))?;
     rbac::to_yaml(&rendered).map_err(|e| Error::Permanent(format!("rendering the RBAC of {}: {e}", O::NAME)))
 }
@@ -390,22 +434,22 @@ fn unlisted_crds(crds: &[CustomResourceDefinition], rules: &[rbac::Rule]) -> Vec
         .collect()
 }
 
-/// The operator's RBAC and Deployment as YAML: what `deploy/<operator>.yaml` holds.
-pub fn manifests_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result<String> {
+/// The operator's RBAC and Deployment as YAML: what `deploy/<operator>/operator.yaml` holds.
+pub fn manifests_yaml<O: Operator>(namespace: &str, watched: &[String], image: Option<&str>) -> Result<String> {
     let image = match image.or_else(|| crate::deploy::default_image(O::NAME)) {
         Some(image) => image,
         None => return Err(Error::invalid_spec("--image", format!("no default image for {} in images.env", O::NAME))),
     };
-    let deployment = crate::deploy::deployment(O::NAME, namespace, image);
+    let deployment = crate::deploy::deployment(O::NAME, namespace, watched, image);
     let yaml =
         serde_norway::to_string(&deployment).map_err(|e| Error::Permanent(format!("rendering Deployment: {e}")))?;
-    Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace)?))
+    Ok(format!("{}---\n{yaml}", rbac_yaml::<O>(namespace, watched)?))
 }
 
 /// What `install` prints: the Namespace, the CRDs, the users' view and edit ClusterRoles
 /// ([`crate::user_roles`]) and [`manifests_yaml`], in the order `kubectl apply` needs (the
-/// Namespace before what lives in it).
-pub fn install_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result<String> {
+/// Namespace before what lives in it). The watched namespaces must exist already.
+pub fn install_yaml<O: Operator>(namespace: &str, watched: &[String], image: Option<&str>) -> Result<String> {
     let ns = k8s_openapi::api::core::v1::Namespace {
         metadata: kube::api::ObjectMeta {
             name: Some(namespace.into()),
@@ -421,7 +465,7 @@ pub fn install_yaml<O: Operator>(namespace: &str, image: Option<&str>) -> Result
         documents(&[ns], "Namespace")?,
         crd_yaml(&crds)?,
         documents(&roles, "ClusterRole")?,
-        manifests_yaml::<O>(namespace, image)?
+        manifests_yaml::<O>(namespace, watched, image)?
     ))
 }
 
@@ -441,6 +485,7 @@ fn init_tracing(args: &RunArgs) {
 /// `run`: see the module documentation.
 pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
     let namespace = args.resolve_namespace()?;
+    let watched = args.watched_namespaces(&namespace)?;
     let identity = args.resolve_identity();
     let lease = LeaseConfig {
         name: O::NAME.into(),
@@ -455,10 +500,15 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
     }
     let client = Client::try_default().await.map_err(|e| Error::kube("connecting to the API server", e))?;
     let leadership = if args.leader_election { Leadership::elected() } else { Leadership::unelected() };
-    let runtime = Arc::new(
-        Runtime::new(client.clone(), namespace.clone(), O::NAME, identity.clone())?.with_leadership(leadership.clone()),
-    );
-    info!(operator = O::NAME, %namespace, %identity, "starting");
+    let first = Runtime::new(client.clone(), watched[0].clone(), O::NAME, identity.clone())?
+        .with_leadership(leadership.clone());
+    let mut runtimes = Vec::with_capacity(watched.len());
+    for other in &watched[1..] {
+        runtimes.push(Arc::new(first.watching(other.clone())?));
+    }
+    runtimes.insert(0, Arc::new(first));
+    let metrics = runtimes[0].metrics.clone();
+    info!(operator = O::NAME, %namespace, watched = %watched.join(","), %identity, "starting");
     if let Some(pod) = &args.pod_name {
         learn_own_image(&client, &namespace, pod).await;
     }
@@ -466,9 +516,11 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
     let ready = Arc::new(AtomicBool::new(false));
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
-    endpoints::serve(args.health_addr, args.metrics_addr, ready.clone(), runtime.metrics.clone(), stop.clone()).await?;
+    endpoints::serve(args.health_addr, args.metrics_addr, ready.clone(), metrics.clone(), stop.clone()).await?;
 
-    wait_for_crds(&client, &namespace, &O::crds(), &stop).await?;
+    for namespace in &watched {
+        wait_for_crds(&client, namespace, &O::crds(), &stop).await?;
+    }
     ready.store(true, Ordering::SeqCst);
     if stop.is_cancelled() {
         return Ok(());
@@ -510,10 +562,10 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
         None
     };
 
-    runtime.metrics.set_leader(true);
+    metrics.set_leader(true);
     info!("running controllers");
-    let result = O::run_controllers(runtime.clone(), controllers_stop.clone()).await;
-    runtime.metrics.set_leader(false);
+    let result = run_controllers::<O>(&runtimes, controllers_stop.clone()).await;
+    metrics.set_leader(false);
     elector_stop.cancel();
     if let Some(handle) = elector {
         let _ = handle.await;
@@ -524,6 +576,24 @@ pub async fn run<O: Operator>(args: RunArgs) -> Result<()> {
     }
     info!("stopped cleanly");
     Ok(())
+}
+
+/// Runs the operator's controllers once per watched namespace (each watch is namespaced,
+/// like the operator's rights) until `stop`. The first to fail stops the others after
+/// their current reconciles; its error is returned.
+async fn run_controllers<O: Operator>(runtimes: &[Arc<Runtime>], stop: CancellationToken) -> Result<()> {
+    let runs = runtimes.iter().map(|runtime| {
+        let stop = stop.clone();
+        async move {
+            let result = O::run_controllers(runtime.clone(), stop.clone()).await;
+            if let Err(e) = &result {
+                error!(namespace = %runtime.namespace, error = %e, "controllers stopped: stopping the other namespaces'");
+                stop.cancel();
+            }
+            result
+        }
+    });
+    futures::future::join_all(runs).await.into_iter().collect()
 }
 
 /// Reads the image of the operator's own container from its pod, for the Jobs it runs
@@ -571,8 +641,8 @@ fn spawn_signal_handler(stop: CancellationToken) {
     });
 }
 
-/// Waits until every CRD's kind can be listed in `namespace`: then the CRD is established
-/// and this operator's Role covers it.
+/// Waits until every CRD's kind can be listed in watched namespace `namespace`: then the
+/// CRD is established and this operator's Role there covers it.
 async fn wait_for_crds(
     client: &Client,
     namespace: &str,

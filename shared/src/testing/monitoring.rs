@@ -99,9 +99,10 @@ impl Catalogue {
         }
     }
 
-    /// Adds every series of a registry, by the names its exposition has.
-    pub fn add_registry(&mut self, source: &str, registry: &prometheus::Registry) {
-        for mf in registry.gather() {
+    /// Adds every series an operator's metrics export (its own and every namespace's), by
+    /// the names its exposition has.
+    pub fn add_metrics(&mut self, source: &str, metrics: &crate::metrics::Metrics) {
+        for mf in metrics.gather() {
             let name = mf.name();
             let suffixed = |suffix: &str| format!("{name}{suffix}");
             let names = match mf.get_field_type() {

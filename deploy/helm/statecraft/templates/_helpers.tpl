@@ -30,3 +30,25 @@ The labels every object of an operator carries (the selector of its pods, too).
 app.kubernetes.io/name: statecraft-{{ . }}
 app.kubernetes.io/part-of: statecraft
 {{- end -}}
+
+{{/*
+The namespaces an operator manages resources in: watchNamespaces, each once, or the
+release's namespace.
+*/}}
+{{- define "statecraft.watched" -}}
+{{- $watched := uniq (compact .Values.watchNamespaces) -}}
+{{- if not $watched }}{{ $watched = list .Release.Namespace }}{{ end -}}
+{{- toJson $watched -}}
+{{- end -}}
+
+{{/*
+Where an operator (.name) gets a Role, as a list of {name, namespace}: its own rights in the
+release's namespace, then its rights over resources in each watched namespace.
+*/}}
+{{- define "statecraft.roles" -}}
+{{- $roles := list (dict "name" (printf "%s-self" .name) "namespace" .Release.Namespace) -}}
+{{- range $ns := include "statecraft.watched" . | fromJsonArray -}}
+{{- $roles = append $roles (dict "name" $.name "namespace" $ns) -}}
+{{- end -}}
+{{- toJson $roles -}}
+{{- end -}}

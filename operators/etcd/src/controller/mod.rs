@@ -49,7 +49,7 @@ pub struct Context {
 impl Context {
     /// A context whose tasks stop with `shutdown`.
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
-        let metrics = metrics::EtcdMetrics::register(&rt.metrics.registry)
+        let metrics = metrics::EtcdMetrics::register(&rt.namespace_metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the etcd metrics: {e}")))?;
         let loops = Loops::new(rt.clone(), shutdown);
         Ok(Context { rt, metrics, loops })

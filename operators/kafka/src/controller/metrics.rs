@@ -257,7 +257,8 @@ mod tests {
     #[test]
     fn a_pass_becomes_series() {
         let metrics = Metrics::new("statecraft-kafka").expect("registry");
-        let kafka = KafkaMetrics::register(&metrics.registry).expect("register");
+        let namespace = metrics.namespace("streams").expect("namespace registry");
+        let kafka = KafkaMetrics::register(&namespace.registry).expect("register");
         kafka.observe("k", &status(Some(0), 7), true, 2);
         kafka.observe("k", &status(Some(1), 8), true, 2);
         let text = metrics.render();
@@ -284,7 +285,8 @@ mod tests {
     #[test]
     fn no_leader_answering_is_no_active_controller_and_what_a_pass_could_not_see_is_removed() {
         let metrics = Metrics::new("statecraft-kafka").expect("registry");
-        let kafka = KafkaMetrics::register(&metrics.registry).expect("register");
+        let namespace = metrics.namespace("streams").expect("namespace registry");
+        let kafka = KafkaMetrics::register(&namespace.registry).expect("register");
         kafka.observe("k", &status(Some(0), 7), true, 0);
         // The status keeps the last quorum; this pass no leader answered.
         let blind = KafkaClusterStatus {

@@ -46,7 +46,7 @@ pub struct Context {
 impl Context {
     /// A context whose tasks stop with `shutdown`.
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
-        let metrics = metrics::KafkaMetrics::register(&rt.metrics.registry)
+        let metrics = metrics::KafkaMetrics::register(&rt.namespace_metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the Kafka metrics: {e}")))?;
         let loops = Loops::new(rt.clone(), shutdown);
         Ok(Context { rt, metrics, loops })

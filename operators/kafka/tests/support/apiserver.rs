@@ -19,7 +19,7 @@ pub fn operator_user(ns: &str) -> String {
     format!("system:serviceaccount:{ns}:{}", KafkaOperator::NAME)
 }
 
-/// Installs the CRDs, namespace `ns` and the operator's Role and RoleBinding in it, and
+/// Installs the CRDs, namespace `ns` and the operator's Roles and RoleBindings in it, and
 /// waits until the CRDs are served.
 pub async fn install(client: &Client, ns: &str) {
     let pp = PostParams::default();
@@ -31,8 +31,10 @@ pub async fn install(client: &Client, ns: &str) {
         Namespace { metadata: ObjectMeta { name: Some(ns.into()), ..Default::default() }, ..Default::default() };
     Api::<Namespace>::all(client.clone()).create(&pp, &namespace).await.unwrap();
     let rbac = render(&OperatorRbac::with_base_rules(KafkaOperator::NAME, ns, KafkaOperator::rbac_rules())).unwrap();
-    Api::<Role>::namespaced(client.clone(), ns).create(&pp, &rbac.role).await.unwrap();
-    Api::<RoleBinding>::namespaced(client.clone(), ns).create(&pp, &rbac.role_binding).await.unwrap();
+    for (role, binding) in &rbac.roles {
+        Api::<Role>::namespaced(client.clone(), ns).create(&pp, role).await.unwrap();
+        Api::<RoleBinding>::namespaced(client.clone(), ns).create(&pp, binding).await.unwrap();
+    }
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let topics = Api::<KafkaTopic>::namespaced(client.clone(), ns).list(&Default::default()).await;

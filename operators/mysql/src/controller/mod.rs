@@ -61,7 +61,7 @@ pub struct Context {
 impl Context {
     /// A context whose tasks stop with `shutdown`.
     pub fn new(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<Self> {
-        let servers = metrics::ServerMetrics::register(&rt.metrics.registry)
+        let servers = metrics::ServerMetrics::register(&rt.namespace_metrics.registry)
             .map_err(|e| Error::Permanent(format!("registering the server metrics: {e}")))?;
         let loops = Loops::new(rt.clone(), shutdown);
         Ok(Context { rt, servers, loops })

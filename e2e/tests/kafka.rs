@@ -520,17 +520,17 @@ impl KafkaRef {
                 }
             }
         }
-        // Labels in the exposition's order: cluster, namespace, then the rest.
-        let cluster = format!("cluster=\"{}\",namespace=\"{}\"", self.name, self.namespace);
+        // Labels in the exposition's order: the metric's own, then the namespace.
+        let (cluster, ns) = (format!("cluster=\"{}\"", self.name), format!("namespace=\"{}\"", self.namespace));
         let want: Vec<(String, &str)> = [0, 1, 2, 100, 101, 102]
             .iter()
             .map(|id| (format!("statecraft_kafka_node_ready{{{cluster},node=\"{id}\","), "1"))
             .chain([
-                (format!("statecraft_kafka_quorum_has_leader{{{cluster}}}"), "1"),
-                (format!("statecraft_kafka_quorum_voters{{{cluster}}}"), "3"),
-                (format!("statecraft_kafka_quorum_caught_up_voters{{{cluster}}}"), "3"),
-                (format!("statecraft_kafka_partitions{{{cluster},state=\"offline\"}}"), "0"),
-                (format!("statecraft_kafka_cluster_phase{{{cluster},phase=\"Healthy\"}}"), "1"),
+                (format!("statecraft_kafka_quorum_has_leader{{{cluster},{ns}}}"), "1"),
+                (format!("statecraft_kafka_quorum_voters{{{cluster},{ns}}}"), "3"),
+                (format!("statecraft_kafka_quorum_caught_up_voters{{{cluster},{ns}}}"), "3"),
+                (format!("statecraft_kafka_partitions{{{cluster},state=\"offline\",{ns}}}"), "0"),
+                (format!("statecraft_kafka_cluster_phase{{{cluster},phase=\"Healthy\",{ns}}}"), "1"),
                 ("statecraft_kafka_reconciles_total{controller=\"kafkacluster\",result=\"success\"}".to_owned(), ""),
             ])
             .collect();

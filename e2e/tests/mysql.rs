@@ -442,7 +442,7 @@ async fn check_one_leader_exports_member_metrics(db: &Db) -> TestResult {
                 format!("statecraft_mysql_member_up{{cluster=\"{name}\",member=\"{name}-0\",namespace=\"{ns}\"}} 1");
             assert!(text.lines().any(|l| l == up), "the leader exports {up}");
             let healthy =
-                format!("statecraft_mysql_cluster_phase{{cluster=\"{name}\",namespace=\"{ns}\",phase=\"Healthy\"}} 1");
+                format!("statecraft_mysql_cluster_phase{{cluster=\"{name}\",phase=\"Healthy\",namespace=\"{ns}\"}} 1");
             assert!(text.contains(&healthy), "{text}");
         }
     }
@@ -1272,7 +1272,7 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
     // The replica applies every transaction 60 s after the primary committed it; it still
     // receives and acknowledges them at once, so writes go on.
     let delayed = Instant::now();
-    db.sql_on(&replica, "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY=60; START SLAVE")?;
+    db.delay_replication(&replica, 60).await?;
     let condition = wait_until(Duration::from_secs(120), &format!("Abnormal condition naming {replica}"), || async {
         let c = db.status().await.ok()?.conditions.into_iter().find(|c| c.type_ == "Abnormal" && c.status == "True")?;
         (c.reason == "ReplicationLagSpike" && c.message.contains(&format!("member {replica}: replication lag ")))
@@ -1299,7 +1299,7 @@ async fn mysql_replication_lag_spike_is_detected_against_the_members_own_history
 
     // Replication restored: the replica catches up and every sign clears.
     let restored = Instant::now();
-    db.sql_on(&replica, "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY=0; START SLAVE")?;
+    db.delay_replication(&replica, 0).await?;
     wait_until(Duration::from_secs(180), "Abnormal condition False again", || async {
         let s = db.status().await.ok()?;
         s.conditions.iter().any(|c| c.type_ == "Abnormal" && c.status == "False").then_some(())
@@ -1485,6 +1485,30 @@ impl Db {
             "-e",
             sql,
         ])
+    }
+
+    /// Makes replica `member` apply each transaction `seconds` after its source committed it
+    /// (`MASTER_DELAY`), and waits until it does with both replication threads running.
+    /// Setting it needs `STOP SLAVE`, and the operator repairs stopped replication on its
+    /// next pass, killing the replica's client sessions first (`configure_replica`): when
+    /// that pass lands between the statements, the session is gone ("Lost connection") and
+    /// the statements are run again.
+    async fn delay_replication(&self, member: &str, seconds: u32) -> TestResult {
+        let sql = format!("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY={seconds}; START SLAVE");
+        let delay = format!("SQL_Delay: {seconds}");
+        wait_until(Duration::from_secs(30), &format!("{member} replicating with MASTER_DELAY={seconds}"), || async {
+            let status = self.sql_on(member, "SHOW SLAVE STATUS\\G").ok()?;
+            let field = |line: &str| status.lines().any(|l| l.trim() == line);
+            if !field(&delay) {
+                if let Err(e) = self.sql_on(member, &sql) {
+                    eprintln!("setting MASTER_DELAY on {member}, to be tried again: {e}");
+                }
+                return None;
+            }
+            (field("Slave_IO_Running: Yes") && field("Slave_SQL_Running: Yes")).then_some(())
+        })
+        .await?;
+        Ok(())
     }
 
     /// Ids present in `app.w` on `member` itself.

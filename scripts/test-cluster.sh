@@ -31,7 +31,8 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test kafka -- --ignored -
 # The ways users install (e2e/tests/install.rs): every operator from its one-file install
 # into a namespace that did not exist (an editor of that namespace may then create clusters,
 # a viewer may not), and the README's quick start as written (Helm, a 3-server MySQL
-# cluster, the client, a backup to S3, a restore), then helm upgrade and uninstall.
+# cluster, the client, a backup to S3, a restore), then helm upgrade and uninstall; and one
+# etcd operator installed with Helm's watchNamespaces managing clusters in two namespaces.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test install -- --ignored --test-threads=1
 # One fast fault case per operator (`make e2e` runs them all, FAULT_RUNS times): MySQL's
 # operator cut off from the primary (iptables in the pod's netns) with four writers, four

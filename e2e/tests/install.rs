@@ -4,8 +4,9 @@
 //! the Helm chart (`deploy/helm/statecraft`) passes `helm lint`, renders the same objects
 //! with its default values and puts every value where it belongs; and, on a cluster
 //! (`--ignored`), `kubectl apply --server-side -f` of the one file installs working
-//! operators into a namespace that did not exist, and `helm install`, `helm upgrade` and
-//! `helm uninstall` do what they say with an operator reconciling a cluster in between.
+//! operators into a namespace that did not exist, `helm install`, `helm upgrade` and
+//! `helm uninstall` do what they say with an operator reconciling a cluster in between, and
+//! an operator installed with `watchNamespaces` manages clusters in two other namespaces.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +38,14 @@ fn run(tool: &str, args: &[&str]) -> Result<String, String> {
         return Err(format!("{tool} {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
     }
     String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+/// `helm` with `args` against `cluster`.
+fn helm_on(cluster: &Cluster, args: &[&str]) -> Result<String, String> {
+    let kubeconfig = cluster.kubeconfig().to_string_lossy().into_owned();
+    let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
+    all.extend(args);
+    run("helm", &all)
 }
 
 /// `kubectl kustomize DIR` (kustomize is built into kubectl).
@@ -374,12 +383,7 @@ async fn one_operator_watches_two_namespaces() -> TestResult {
     let cluster = Cluster::connect().await?;
     let home = "statecraft-watcher";
     let watched = ["statecraft-team-a", "statecraft-team-b"];
-    let kubeconfig = cluster.kubeconfig().to_string_lossy().into_owned();
-    let helm = |args: &[&str]| {
-        let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
-        all.extend(args);
-        run("helm", &all)
-    };
+    let helm = |args: &[&str]| helm_on(&cluster, args);
     // What an earlier run left: the clusters first, while their operator is there.
     for ns in watched {
         let _ = cluster.kubectl(&["delete", "etcdclusters", "--all", "-n", ns, "--timeout=120s"]);
@@ -492,11 +496,7 @@ async fn the_readme_quick_start_then_helm_upgrade_and_uninstall() -> TestResult 
     let cluster = Cluster::connect().await?;
     let ns = "statecraft-quickstart";
     let kubeconfig = cluster.kubeconfig().to_string_lossy().into_owned();
-    let helm = |args: &[&str]| {
-        let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
-        all.extend(args);
-        run("helm", &all)
-    };
+    let helm = |args: &[&str]| helm_on(&cluster, args);
     // What an earlier run left (it stops where it failed, for a look): the clusters first,
     // while their operator can still release their finalizers.
     let _ =

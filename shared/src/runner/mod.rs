@@ -666,12 +666,12 @@ async fn wait_for_crds(
         loop {
             match api.list_metadata(&ListParams::default().limit(1)).await {
                 Ok(_) => {
-                    info!(crd = %crd.name_any(), "CRD is served");
+                    info!(crd = %crd.name_any(), %namespace, "CRD is served");
                     break;
                 }
                 Err(e) => {
                     if last_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
-                        warn!(crd = %crd.name_any(), waited_s = started.elapsed().as_secs(), error = %e, "waiting for CRD to be installed and established");
+                        warn!(crd = %crd.name_any(), %namespace, waited_s = started.elapsed().as_secs(), error = %e, "waiting for the CRD to be established and listable in the namespace (its Role there)");
                         last_log = Some(Instant::now());
                     }
                 }

@@ -295,4 +295,69 @@ mod tests {
         assert!(storage_replaced(&remembered, &now).is_empty(), "reported once");
         assert!(storage_replaced(&BTreeMap::new(), &now).is_empty(), "nothing known yet");
     }
+
+    /// Ready promises clients the bootstrap Service: a one-node cluster whose node serves is
+    /// not Ready until the Service lists the node's pod.
+    #[test]
+    fn a_serving_cluster_is_ready_only_once_its_bootstrap_service_lists_a_broker() {
+        use super::super::observe::NodePod;
+        use crate::observed::{Broker, Cluster, Quorum, QuorumReplica};
+        let spec: crate::api::KafkaClusterSpec =
+            serde_json::from_value(serde_json::json!({"combined": {"replicas": 1, "storage": {"size": "1Gi"}}}))
+                .expect("a spec");
+        let valid = crate::validate::validate(&spec).expect("a valid spec");
+        let mut cluster = KafkaCluster::new("k", spec);
+        cluster.metadata.namespace = Some("ns".into());
+        let pod = NodePod {
+            name: "k-0".into(),
+            pool: Pool::Combined,
+            id: 0,
+            terminating: false,
+            container_ready: true,
+            gate: true,
+            ip: Some("10.0.0.1".into()),
+            revision: Some("r1".into()),
+        };
+        let voter = QuorumReplica {
+            id: 0,
+            directory_id: None,
+            log_end_offset: 10,
+            last_fetch_timestamp: Some(1),
+            last_caught_up_timestamp: Some(1),
+        };
+        let kafka = Kafka {
+            cluster: Some(Cluster {
+                cluster_id: "id".into(),
+                controller_id: Some(0),
+                brokers: vec![Broker { id: 0, host: "k-0".into(), port: 9092, rack: None, fenced: false }],
+            }),
+            quorum: Some(Quorum {
+                leader_id: Some(0),
+                leader_epoch: 1,
+                high_watermark: 10,
+                voters: vec![voter],
+                observers: Vec::new(),
+            }),
+            topics: Some(Vec::new()),
+            ..Kafka::default()
+        };
+        let ready = |served: &[&str]| {
+            let o = Observation {
+                valid: Some(valid.clone()),
+                pods: [(0, pod.clone())].into(),
+                expected: BTreeMap::new(),
+                targets: [(Pool::Combined, "r1".to_string())].into(),
+                problems: Vec::new(),
+                kafka: kafka.clone(),
+                served: served.iter().map(|s| s.to_string()).collect(),
+            };
+            let mut status = KafkaClusterStatus { cluster_id: Some("id".into()), ..KafkaClusterStatus::default() };
+            fill_status(&mut status, &cluster, &o, None);
+            let c = status.conditions.iter().find(|c| c.type_ == "Ready").cloned().expect("a Ready condition");
+            (status.phase, c.status, c.reason)
+        };
+        let healthy = Some("Healthy".to_string());
+        assert_eq!(ready(&[]), (healthy.clone(), "False".into(), "ServiceWithoutEndpoints".into()));
+        assert_eq!(ready(&["k-0"]), (healthy, "True".into(), "Healthy".into()));
+    }
 }

@@ -162,11 +162,13 @@ pub fn build(root: &Path, report: &OperatorReport) -> Result<Bundle> {
             "links": [{"name": "Repository", "url": REPOSITORY}],
             "keywords": about.keywords,
             "maintainers": [{"name": "Statecraft", "email": "statecraft@statecraft.invalid"}],
-            // The operator reads its namespace from the Downward API and watches only it.
+            // The operator watches the namespaces OLM's OperatorGroup targets (see
+            // `watch_targets`), with a Role in each, which OLM creates from `permissions`;
+            // never all namespaces: that takes a ClusterRole, which it never gets.
             "installModes": [
                 {"type": "OwnNamespace", "supported": true},
-                {"type": "SingleNamespace", "supported": false},
-                {"type": "MultiNamespace", "supported": false},
+                {"type": "SingleNamespace", "supported": true},
+                {"type": "MultiNamespace", "supported": true},
                 {"type": "AllNamespaces", "supported": false},
             ],
             "install": {
@@ -421,11 +423,27 @@ fn install_strategy(path: &Path) -> Result<Install> {
         .as_str()
         .ok_or_else(|| artifact(format!("{} has no container image", deployment.describe())))?
         .to_string();
+    let mut spec = spec.clone();
+    watch_targets(&mut spec);
     let mut strategy = json!({"name": deployment.name(), "spec": spec});
     if let Some(labels) = deployment.value["metadata"]["labels"].as_object().filter(|l| !l.is_empty()) {
         strategy["label"] = Value::Object(labels.clone());
     }
     Ok(Install { deployment: strategy, service_account: account, rules: Value::Array(rules), image })
+}
+
+/// OLM writes the OperatorGroup's target namespaces, comma-separated, to the annotation
+/// `olm.targetNamespaces` of the Deployment's pods: the operator's container reads them as
+/// `STATECRAFT_NAMESPACES` (the `--namespaces` flag; empty means its own namespace).
+fn watch_targets(deployment_spec: &mut Value) {
+    let target = json!({
+        "name": "STATECRAFT_NAMESPACES",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}},
+    });
+    if let Some(env) = deployment_spec["template"]["spec"]["containers"][0]["env"].as_array_mut() {
+        env.retain(|e| e["name"] != "STATECRAFT_NAMESPACES");
+        env.push(target);
+    }
 }
 
 /// The sample resource as an example to create in any namespace: OLM's console creates it

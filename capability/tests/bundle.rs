@@ -180,7 +180,13 @@ fn the_csv_owns_every_crd_and_installs_the_shipped_deployment_and_rbac() {
         let deployments = install["spec"]["deployments"].as_array().unwrap();
         assert_eq!(deployments.len(), 1);
         assert_eq!(deployments[0]["name"], deployment["metadata"]["name"]);
-        assert_eq!(deployments[0]["spec"], deployment["spec"]);
+        // The shipped Deployment, its container told the namespaces OLM targets.
+        let mut spec = deployments[0]["spec"].clone();
+        let env = spec["template"]["spec"]["containers"][0]["env"].as_array_mut().unwrap();
+        let targets = env.pop().unwrap();
+        assert_eq!(targets["name"], "STATECRAFT_NAMESPACES");
+        assert_eq!(targets["valueFrom"]["fieldRef"]["fieldPath"], "metadata.annotations['olm.targetNamespaces']");
+        assert_eq!(spec, deployment["spec"]);
         let permissions = install["spec"]["permissions"].as_array().unwrap();
         assert_eq!(permissions.len(), 1);
         assert_eq!(permissions[0]["serviceAccountName"], account["metadata"]["name"]);
@@ -193,7 +199,7 @@ fn the_csv_owns_every_crd_and_installs_the_shipped_deployment_and_rbac() {
             .filter(|m| m["supported"] == true)
             .map(|m| m["type"].as_str().unwrap())
             .collect();
-        assert_eq!(supported, ["OwnNamespace"]);
+        assert_eq!(supported, ["OwnNamespace", "SingleNamespace", "MultiNamespace"]);
         let annotations = &csv["metadata"]["annotations"];
         assert_eq!(annotations["containerImage"], deployment["spec"]["template"]["spec"]["containers"][0]["image"]);
         assert!(annotations.get("createdAt").is_none(), "no timestamp: the output is reproducible");

@@ -1497,7 +1497,7 @@ impl Db {
         let sql = format!("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY={seconds}; START SLAVE");
         let delay = format!("SQL_Delay: {seconds}");
         wait_until(Duration::from_secs(30), &format!("{member} replicating with MASTER_DELAY={seconds}"), || async {
-            let status = self.sql_on(member, "SHOW SLAVE STATUS\\G").ok()?;
+            let status = self.replication_status(member).ok()?;
             let field = |line: &str| status.lines().any(|l| l.trim() == line);
             if !field(&delay) {
                 if let Err(e) = self.sql_on(member, &sql) {
@@ -1509,6 +1509,22 @@ impl Db {
         })
         .await?;
         Ok(())
+    }
+
+    /// `SHOW SLAVE STATUS` of `member`, one `Field: value` line each (vertical output with
+    /// the names, which [`Self::sql_on`]'s `-N` would leave out).
+    fn replication_status(&self, member: &str) -> Result<String, statecraft_e2e::E2eError> {
+        self.kubectl(&[
+            "exec",
+            member,
+            "-c",
+            "mysql",
+            "--",
+            "mariadb",
+            "--defaults-file=/etc/statecraft/client.cnf",
+            "-e",
+            "SHOW SLAVE STATUS\\G",
+        ])
     }
 
     /// Ids present in `app.w` on `member` itself.

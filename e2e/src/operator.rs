@@ -115,6 +115,8 @@ pub struct LeaseRecord {
     pub transitions: i32,
     /// `spec.leaseDurationSeconds`: how long it stays valid after a renewal.
     pub duration_seconds: Option<i32>,
+    /// `spec.renewTime`: the holder's last renewal, in microseconds.
+    pub renewed: Option<k8s_openapi::jiff::Timestamp>,
 }
 
 /// The leader Lease of `operator` in `ns`, read through the API (not kubectl: a test may
@@ -126,5 +128,6 @@ pub async fn lease(cluster: &Cluster, ns: &str, operator: &str) -> Result<LeaseR
         holder: spec.holder_identity.filter(|h| !h.is_empty()),
         transitions: spec.lease_transitions.unwrap_or(0),
         duration_seconds: spec.lease_duration_seconds,
+        renewed: spec.renew_time.map(|t| t.0),
     })
 }

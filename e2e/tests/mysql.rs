@@ -867,7 +867,7 @@ async fn mysql_operator_killed_during_failover_and_roll_resumes_and_converges() 
         "mysql-operator-killed.jsonl",
         json!({
             "test": "mysql_operator_killed_during_failover_and_roll_resumes_and_converges",
-            "method": "SIGKILL of the processes of the operator pod holding the Lease and of the primary's server, then both pods force-deleted (lease 4 s, retries every 0.5 s); failover_first_write_seconds is from the kill to the first acknowledged insert of one client writing through the read-write Service; later force-delete the Lease holder while a member restarts in a roll",
+            "method": "SIGKILL of the processes of the operator pod holding the Lease and of the primary's server, then both pods force-deleted (the operator's Lease timing: 3 s, renew deadline 2 s, retries every 0.5 s, unless operator_env says otherwise); failover_first_write_seconds is from the kill to the first acknowledged insert of one client writing through the read-write Service; later force-delete the Lease holder while a member restarts in a roll",
             "failover_first_write_seconds": first_write.as_secs_f64(),
             "roll_seconds": started.elapsed().as_secs_f64(),
             "roll_primary_changes": primaries.len() - 1,

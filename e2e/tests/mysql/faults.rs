@@ -557,7 +557,7 @@ impl Db {
 }
 
 /// Fault: the operator's leader and the primary die together (their processes killed,
-/// their pods force-deleted). The standby operator takes the Lease once it expires (4 s),
+/// their pods force-deleted). The standby operator takes the Lease once it expires (3 s by default),
 /// finds the primary's pod gone or not started, and fails over at once; or the old
 /// primary is back first and made writable again. Either way writes resume with nothing
 /// lost. The write gap is the figure (target: at most 5 s).
@@ -566,7 +566,7 @@ impl Db {
 async fn mysql_fault_operator_leader_and_primary_killed_together() -> TestResult {
     fault_scenario(
         "mysql_fault_operator_leader_and_primary_killed_together",
-        "SIGKILL of the processes of the operator pod holding the Lease (lease 4 s, retries every 0.5 s) and of the primary's mysql container, then both pods force-deleted, while 4 clients insert rows one at a time through the read-write Service; 15 s later the writers stop; write unavailability is the longest time between two acknowledgements of inserts after the kill; replicas' CHECKSUM TABLE compared with the primary's",
+        "SIGKILL of the processes of the operator pod holding the Lease (the operator's Lease timing: 3 s, renew deadline 2 s, retries every 0.5 s, unless operator_env says otherwise) and of the primary's mysql container, then both pods force-deleted, while 4 clients insert rows one at a time through the read-write Service; 15 s later the writers stop; write unavailability is the longest time between two acknowledgements of inserts after the kill; replicas' CHECKSUM TABLE compared with the primary's",
         Lasting::For(Duration::from_secs(15)),
         async |db, primary| db.kill_leader_and(primary),
     )

@@ -257,8 +257,7 @@ mod tests {
     #[test]
     fn a_pass_becomes_series() {
         let metrics = Metrics::new("statecraft-kafka").expect("registry");
-        let namespace = metrics.namespace("streams").expect("namespace registry");
-        let kafka = KafkaMetrics::register(&namespace.registry).expect("register");
+        let kafka = KafkaMetrics::register(&metrics.registry).expect("register");
         kafka.observe("k", &status(Some(0), 7), true, 2);
         kafka.observe("k", &status(Some(1), 8), true, 2);
         let text = metrics.render();
@@ -285,8 +284,7 @@ mod tests {
     #[test]
     fn no_leader_answering_is_no_active_controller_and_what_a_pass_could_not_see_is_removed() {
         let metrics = Metrics::new("statecraft-kafka").expect("registry");
-        let namespace = metrics.namespace("streams").expect("namespace registry");
-        let kafka = KafkaMetrics::register(&namespace.registry).expect("register");
+        let kafka = KafkaMetrics::register(&metrics.registry).expect("register");
         kafka.observe("k", &status(Some(0), 7), true, 0);
         // The status keeps the last quorum; this pass no leader answered.
         let blind = KafkaClusterStatus {

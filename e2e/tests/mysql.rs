@@ -1473,18 +1473,16 @@ impl Db {
     /// probes' account, which may write on a read-only server); returns the output without
     /// column names.
     fn sql_on(&self, member: &str, sql: &str) -> Result<String, statecraft_e2e::E2eError> {
-        self.kubectl(&[
-            "exec",
-            member,
-            "-c",
-            "mysql",
-            "--",
-            "mariadb",
-            "--defaults-file=/etc/statecraft/client.cnf",
-            "-N",
-            "-e",
-            sql,
-        ])
+        self.client_on(member, &["-N", "-e", sql])
+    }
+
+    /// The `mariadb` client in the server container of `member`, as the local
+    /// administrator, with `args`; its output.
+    fn client_on(&self, member: &str, args: &[&str]) -> Result<String, statecraft_e2e::E2eError> {
+        let mut all =
+            vec!["exec", member, "-c", "mysql", "--", "mariadb", "--defaults-file=/etc/statecraft/client.cnf"];
+        all.extend(args);
+        self.kubectl(&all)
     }
 
     /// Makes replica `member` apply each transaction `seconds` after its source committed it
@@ -1514,17 +1512,7 @@ impl Db {
     /// `SHOW SLAVE STATUS` of `member`, one `Field: value` line each (vertical output with
     /// the names, which [`Self::sql_on`]'s `-N` would leave out).
     fn replication_status(&self, member: &str) -> Result<String, statecraft_e2e::E2eError> {
-        self.kubectl(&[
-            "exec",
-            member,
-            "-c",
-            "mysql",
-            "--",
-            "mariadb",
-            "--defaults-file=/etc/statecraft/client.cnf",
-            "-e",
-            "SHOW SLAVE STATUS\\G",
-        ])
+        self.client_on(member, &["-e", "SHOW SLAVE STATUS\\G"])
     }
 
     /// Ids present in `app.w` on `member` itself.

@@ -17,6 +17,8 @@
 //! - [`s3`]: the S3 backup store (streamed multipart upload and download, retention).
 //! - [`rbac`]: namespaced Role, RoleBinding and ServiceAccount from declared rules.
 //! - [`names`]: which cluster names fit the objects an operator derives from them.
+//! - [`pod_template`]: what a user adds to every pod of a cluster (placement, pull
+//!   Secrets, labels), applied to the members and the backup and restore Jobs alike.
 //! - [`pods`]: what keeps a member's pod from running (unschedulable, crash loop, image
 //!   pull), for the condition that says what an operator waits for.
 //! - [`quantity`]: Kubernetes quantities (`8Gi`, `1e9`) as bytes, by the API server's rules.
@@ -45,6 +47,7 @@ pub mod insight;
 pub mod leader;
 pub mod metrics;
 pub mod names;
+pub mod pod_template;
 pub mod pods;
 pub mod quantity;
 pub mod rbac;

@@ -122,6 +122,7 @@ pub(crate) mod tests {
             replicas: 3,
             storage: Storage { size: "1Gi".into(), storage_class_name: None },
             resources: None,
+            pod_template: Default::default(),
             backup: None,
             defragmentation: Defragmentation::default(),
             auto_heal: Default::default(),

@@ -296,6 +296,7 @@ pub(crate) mod tests {
             replicas: 3,
             storage: Storage { size: "1Gi".into(), storage_class_name: None, fix_ownership: false },
             resources: None,
+            pod_template: Default::default(),
             server_config: BTreeMap::new(),
             semi_sync: SemiSync::default(),
             backup: None,

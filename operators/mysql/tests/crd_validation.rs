@@ -68,6 +68,27 @@ fn valid_spec() -> Value {
     json!({"flavor": "mariadb", "version": "10.11", "replicas": 3, "storage": {"size": "1Gi"}})
 }
 
+/// A `spec.podTemplate` with every knob set.
+fn placed() -> Value {
+    json!({
+        "nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}],
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}
+            ]}},
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "placed"}}}
+            ]}
+        },
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
+        "priorityClassName": "databases",
+        "imagePullSecrets": [{"name": "registry"}],
+        "labels": {"team": "payments"},
+        "annotations": {"example.com/owner": "dba"},
+    })
+}
+
 fn with(mut spec: Value, key: &str, value: Value) -> Value {
     spec[key] = value;
     spec
@@ -254,6 +275,25 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         );
     }
 
+    // Pod placement: every knob accepted; the keys the operator sets itself refused, the
+    // key named.
+    assert_eq!(create(&clusters, cluster("placed", with(valid_spec(), "podTemplate", placed()))).await, None);
+    for (field, key) in [
+        ("labels", "app.kubernetes.io/instance"),
+        ("labels", "mysql.statecraft.io/role"),
+        ("annotations", "statecraft.io/s3-endpoints"),
+        ("labels", "controller-revision-hash"),
+        ("annotations", "statefulset.kubernetes.io/pod-name"),
+    ] {
+        let spec = with(valid_spec(), "podTemplate", json!({field: {key: "x"}}));
+        assert_rejected(create(&clusters, cluster("pt", spec)).await, &format!("spec.podTemplate.{field}.{key}"));
+    }
+    for key in ["team", "example.com/statecraft.io", "notstatecraft.io/x"] {
+        let spec = with(valid_spec(), "podTemplate", json!({"labels": {key: "x"}, "annotations": {key: "y"}}));
+        assert_eq!(create(&clusters, cluster("pt-ok", spec)).await, None, "{key} is the user's");
+        clusters.delete("pt-ok", &Default::default()).await?;
+    }
+
     // Job deadlines: bounded, the field named.
     let policy = |deadline: i64| {
         json!({
@@ -333,7 +373,7 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     assert_rejected(create(&restores, dotted).await, "spec.target.name");
 
     // The built objects of a valid cluster are accepted as they are, with the longest name too.
-    for name in ["ok", longest.as_str()] {
+    for name in ["ok", "placed", longest.as_str()] {
         let valid = validate(&clusters.get(name).await?.spec)?;
         let names = Names::new(name, NS);
         let pp = PostParams::default();
@@ -348,9 +388,9 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         assert_eq!(Passwords::from_secret(&stored), Some(passwords));
         Api::<PodDisruptionBudget>::namespaced(client.clone(), NS).create(&pp, &pdb(&names)).await?;
     }
-    let valid = validate(&clusters.get("ok").await?.spec)?;
+    let valid = validate(&clusters.get("placed").await?.spec)?;
     let pp = PostParams::default();
-    // And a backup Job, with its deadline.
+    // And a backup Job, with its deadline and the cluster's placement.
     let store = S3Location::new("x", "p", S3CredentialsSecretRef::new("s3"));
     let backup_job = job(&JobParams {
         name: "b-backup",
@@ -369,9 +409,14 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         sha256: None,
         binlogs: None,
         deadline_seconds: 3600,
+        pod_template: &valid.spec.pod_template,
     });
     let stored = Api::<Job>::namespaced(client.clone(), NS).create(&pp, &backup_job).await?;
-    assert_eq!(stored.spec.and_then(|s| s.active_deadline_seconds), Some(3600));
+    let stored = stored.spec.expect("a Job has a spec");
+    assert_eq!(stored.active_deadline_seconds, Some(3600));
+    let pod = stored.template.spec.expect("a Job has a pod");
+    assert_eq!(pod.priority_class_name.as_deref(), Some("databases"));
+    assert_eq!(pod.node_selector.expect("placed")["disk"], "ssd");
     // The name rule runs on create only: an existing cluster's status is still written.
     let status = json!({"status": {"phase": "Initializing"}});
     clusters.patch_status(&longest, &PatchParams::default(), &Patch::Merge(&status)).await?;

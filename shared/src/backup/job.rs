@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use tracing::{info, warn};
 
 use crate::deploy::{restricted_container, secret_env};
+use crate::pod_template::PodTemplate;
 use crate::reason::{Common, Reason};
 use crate::s3::{S3Credentials, S3Location, S3Store, UploadReceipt};
 use crate::{Error, Result};
@@ -361,6 +362,8 @@ pub struct TaskJob {
     /// How long the Job may run (its `activeDeadlineSeconds`, see
     /// [`JobDeadline`](super::JobDeadline)).
     pub active_deadline_seconds: i64,
+    /// The cluster's `spec.podTemplate`: its Jobs run where its members may.
+    pub pod_template: PodTemplate,
 }
 
 /// The Job. No retries (`backoffLimit: 0`): a failed task is reported with the reason from
@@ -368,6 +371,26 @@ pub struct TaskJob {
 /// (`activeDeadlineSeconds`): a hung task fails instead of holding its Job forever. The task
 /// needs no API access, so the pod gets no service account token.
 pub fn task_job(t: TaskJob) -> Job {
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta { labels: Some(t.labels.clone()), ..Default::default() }),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            enable_service_links: Some(false),
+            automount_service_account_token: Some(false),
+            init_containers: (!t.init_containers.is_empty()).then_some(t.init_containers),
+            containers: vec![t.container],
+            volumes: (!t.volumes.is_empty()).then_some(t.volumes),
+            security_context: Some(PodSecurityContext {
+                run_as_user: Some(t.run_as),
+                run_as_group: Some(t.run_as),
+                run_as_non_root: Some(true),
+                seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    };
+    t.pod_template.apply_to(&mut template);
     Job {
         metadata: ObjectMeta {
             name: Some(t.name),
@@ -378,25 +401,7 @@ pub fn task_job(t: TaskJob) -> Job {
         spec: Some(JobSpec {
             backoff_limit: Some(0),
             active_deadline_seconds: Some(t.active_deadline_seconds),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(t.labels), ..Default::default() }),
-                spec: Some(PodSpec {
-                    restart_policy: Some("Never".into()),
-                    enable_service_links: Some(false),
-                    automount_service_account_token: Some(false),
-                    init_containers: (!t.init_containers.is_empty()).then_some(t.init_containers),
-                    containers: vec![t.container],
-                    volumes: (!t.volumes.is_empty()).then_some(t.volumes),
-                    security_context: Some(PodSecurityContext {
-                        run_as_user: Some(t.run_as),
-                        run_as_group: Some(t.run_as),
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }),
-            },
+            template,
             ..Default::default()
         }),
         ..Default::default()
@@ -552,6 +557,10 @@ mod tests {
             volumes: vec![],
             run_as: 65532,
             active_deadline_seconds: 900,
+            pod_template: PodTemplate {
+                node_selector: [("disk".to_string(), "ssd".to_string())].into(),
+                ..Default::default()
+            },
         });
         let spec = job.spec.expect("spec");
         assert_eq!(spec.backoff_limit, Some(0));
@@ -567,5 +576,6 @@ mod tests {
         assert_eq!(c.termination_message_policy.as_deref(), Some("FallbackToLogsOnError"));
         assert_eq!(c.security_context.as_ref().and_then(|s| s.read_only_root_filesystem), Some(true));
         assert_eq!(pod.volumes, None);
+        assert_eq!(pod.node_selector.expect("placed")["disk"], "ssd", "the Job runs where the cluster may");
     }
 }

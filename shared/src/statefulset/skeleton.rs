@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodSpec, PodTemplateSpec
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::Names;
+use crate::pod_template::PodTemplate;
 
 /// What a system puts into its StatefulSet.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -17,6 +18,8 @@ pub struct Parts {
     pub replicas: i32,
     /// The pod.
     pub pod: PodSpec,
+    /// Labels the pods carry besides the selector's (e.g. their role).
+    pub pod_labels: BTreeMap<String, String>,
     /// Annotations of the pod template (a change makes a new revision).
     pub pod_annotations: Option<BTreeMap<String, String>>,
     /// The data volume claim template (see [`super::data_claim_template`]).
@@ -24,6 +27,8 @@ pub struct Parts {
     /// What happens to claims when pods are scaled away or the set is deleted; `None`:
     /// the API server's default (both kept).
     pub claim_retention: Option<StatefulSetPersistentVolumeClaimRetentionPolicy>,
+    /// What the user adds to every pod (the cluster's `spec.podTemplate`).
+    pub pod_template: PodTemplate,
 }
 
 /// The StatefulSet of `parts`, behind the headless Service. The operator, not the
@@ -33,6 +38,13 @@ pub struct Parts {
 /// (`OnDelete`), so that an upgrade goes in the order the operator plans.
 pub fn statefulset(names: &Names<'_>, parts: Parts) -> StatefulSet {
     let selector = names.selector();
+    let mut labels = parts.pod_labels;
+    labels.extend(selector.clone());
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta { labels: Some(labels), annotations: parts.pod_annotations, ..Default::default() }),
+        spec: Some(parts.pod),
+    };
+    parts.pod_template.apply_to(&mut template);
     StatefulSet {
         metadata: names.meta(names.statefulset()),
         spec: Some(StatefulSetSpec {
@@ -41,15 +53,8 @@ pub fn statefulset(names: &Names<'_>, parts: Parts) -> StatefulSet {
             pod_management_policy: Some("Parallel".into()),
             update_strategy: Some(StatefulSetUpdateStrategy { type_: Some("OnDelete".into()), ..Default::default() }),
             persistent_volume_claim_retention_policy: parts.claim_retention,
-            selector: LabelSelector { match_labels: Some(selector.clone()), ..Default::default() },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(selector),
-                    annotations: parts.pod_annotations,
-                    ..Default::default()
-                }),
-                spec: Some(parts.pod),
-            },
+            selector: LabelSelector { match_labels: Some(selector), ..Default::default() },
+            template,
             volume_claim_templates: Some(vec![parts.claim]),
             ..Default::default()
         }),
@@ -80,5 +85,23 @@ mod tests {
         assert_eq!(template.labels, Some(names().selector()));
         assert_eq!(template.annotations, None);
         assert_eq!(spec.volume_claim_templates, Some(vec![claim]));
+    }
+
+    #[test]
+    fn the_pods_get_the_operators_labels_and_the_users_template() {
+        let parts = Parts {
+            pod_labels: BTreeMap::from([("x.statecraft.io/role".to_string(), "broker".to_string())]),
+            pod_template: PodTemplate {
+                labels: BTreeMap::from([("team".to_string(), "a".to_string())]),
+                priority_class_name: Some("databases".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let template = statefulset(&names(), parts).spec.unwrap().template;
+        let labels = template.metadata.unwrap().labels.unwrap();
+        assert!(names().selector().iter().all(|(k, v)| labels.get(k) == Some(v)), "the selector still matches");
+        assert_eq!((labels["x.statecraft.io/role"].as_str(), labels["team"].as_str()), ("broker", "a"));
+        assert_eq!(template.spec.unwrap().priority_class_name.as_deref(), Some("databases"));
     }
 }

@@ -8,6 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statecraft_shared::backup::{BackupLocation, BackupPolicy};
+use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::upgrade::UpgradeProgress;
 
 /// Desired state of an etcd cluster.
@@ -85,6 +86,13 @@ pub struct EtcdClusterSpec {
     /// CPU and memory requests and limits of the etcd container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+
+    /// Added to every pod of the cluster, its members and its backup Jobs: where the pods may run (node
+    /// selector, tolerations, affinity, topology spread, priority class), the Secrets to pull
+    /// their images with, extra labels and annotations. A change replaces the members one at a
+    /// time, as an upgrade does.
+    #[serde(default, skip_serializing_if = "PodTemplate::is_empty")]
+    pub pod_template: PodTemplate,
 
     /// Scheduled snapshots to S3. Unset: no scheduled snapshots (EtcdBackup objects still
     /// work when they name a location).

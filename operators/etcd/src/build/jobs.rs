@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::Job;
 use statecraft_shared::backup::job::{TaskJob, s3_env, task_container, task_job, value_env};
+use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::s3::S3Location;
 
 use crate::EtcdOperator;
@@ -71,6 +72,8 @@ pub struct BackupJob<'a> {
     pub key: &'a str,
     /// How long the Job may run (see [`statecraft_shared::backup::JobDeadline`]).
     pub deadline_seconds: i64,
+    /// The cluster's `spec.podTemplate`.
+    pub pod_template: &'a PodTemplate,
 }
 
 /// The backup Job.
@@ -91,6 +94,7 @@ pub fn backup_job(p: &BackupJob<'_>) -> Job {
         volumes: Vec::new(),
         run_as: OPERATOR_UID,
         active_deadline_seconds: p.deadline_seconds,
+        pod_template: p.pod_template.clone(),
     })
 }
 
@@ -112,6 +116,7 @@ mod tests {
             location: &location,
             key: "main/20260101T000000Z-nightly.db",
             deadline_seconds: 1800,
+            pod_template: &PodTemplate::default(),
         });
         assert_eq!(job.spec.as_ref().and_then(|s| s.active_deadline_seconds), Some(1800));
         assert_eq!(job.metadata.labels.as_ref().map(|l| l[CLUSTER_LABEL].as_str()), Some("main"));

@@ -131,6 +131,8 @@ pub fn statefulset(valid: &ValidSpec, names: &Names, replicas: u32, extra: Resto
             when_scaled: Some("Delete".into()),
             when_deleted: Some("Retain".into()),
         }),
+        pod_template: spec.pod_template.clone(),
+        ..Default::default()
     };
     set::statefulset(&names.set(), parts)
 }

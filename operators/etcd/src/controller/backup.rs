@@ -93,6 +93,7 @@ impl BackupResource for EtcdBackup {
             location: target.location,
             key: target.key,
             deadline_seconds: target.deadline_seconds,
+            pod_template: &cluster.spec.pod_template,
         });
         status.member = Some(member.name.clone());
         let role = if member.leader { "the leader" } else { "a follower" };

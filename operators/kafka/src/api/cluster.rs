@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::upgrade::UpgradeProgress;
 
 use crate::validate::config;
@@ -97,6 +98,13 @@ pub struct KafkaClusterSpec {
     /// `brokers`; cannot be added or removed after creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub combined: Option<CombinedPool>,
+
+    /// Added to every pod of the cluster, its controllers and brokers: where the pods may run (node
+    /// selector, tolerations, affinity, topology spread, priority class), the Secrets to pull
+    /// their images with, extra labels and annotations. A change replaces the nodes one at a
+    /// time, as an upgrade does.
+    #[serde(default, skip_serializing_if = "PodTemplate::is_empty")]
+    pub pod_template: PodTemplate,
 
     /// The client listeners.
     #[serde(default)]

@@ -199,12 +199,10 @@ pub fn statefulset(valid: &ValidCluster, names: &Names, pool: &Pool<'_>, hash: &
         // Kept when the set is deleted or scaled in: a broker's data is removed only once
         // its partitions have moved (part 2).
         claim_retention: None,
+        pod_labels: pod_labels(names, role),
+        pod_template: valid.spec.pod_template.clone(),
     };
-    let mut sts = set::statefulset(&pool_names, parts);
-    if let Some(meta) = sts.spec.as_mut().and_then(|s| s.template.metadata.as_mut()) {
-        meta.labels = Some(pod_labels(names, role));
-    }
-    sts
+    set::statefulset(&pool_names, parts)
 }
 
 /// The pool's PodDisruptionBudget: one node of a pool at a time. A quorum of 3 or 5 keeps

@@ -10,6 +10,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statecraft_shared::backup::BackupPolicy;
+use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::upgrade::UpgradeProgress;
 
 /// Desired state of a MySQL or MariaDB cluster: one primary and its replicas, replicating
@@ -98,6 +99,13 @@ pub struct MySQLClusterSpec {
     /// CPU and memory requests and limits of the server container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+
+    /// Added to every pod of the cluster, its servers and its backup and restore Jobs: where the pods may run (node
+    /// selector, tolerations, affinity, topology spread, priority class), the Secrets to pull
+    /// their images with, extra labels and annotations. A change replaces the servers one at a
+    /// time, as an upgrade does.
+    #[serde(default, skip_serializing_if = "PodTemplate::is_empty")]
+    pub pod_template: PodTemplate,
 
     /// Server settings added to the generated my.cnf (`[mysqld]` section), e.g.
     /// `max_connections: "500"`. Names are compared as the server does (case-insensitive,

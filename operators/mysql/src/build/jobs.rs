@@ -13,6 +13,7 @@ use statecraft_shared::backup::job::{
     TaskJob, copy_binary_container, mount, s3_env, task_container, task_job, value_env,
 };
 use statecraft_shared::deploy::secret_env;
+use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::s3::S3Location;
 
 use super::statefulset::MYSQL_UID;
@@ -125,6 +126,8 @@ pub struct JobParams<'a> {
     pub binlogs: Option<BinlogWork<'a>>,
     /// How long the Job may run (see [`statecraft_shared::backup::JobDeadline`]).
     pub deadline_seconds: i64,
+    /// The cluster's `spec.podTemplate`.
+    pub pod_template: &'a PodTemplate,
 }
 
 /// The Job (the shared task Job): the server image, for its clients, running the
@@ -178,6 +181,7 @@ pub fn job(p: &JobParams<'_>) -> Job {
         volumes: vec![empty("bin"), empty("tmp")],
         run_as: MYSQL_UID,
         active_deadline_seconds: p.deadline_seconds,
+        pod_template: p.pod_template.clone(),
     })
 }
 
@@ -204,6 +208,7 @@ mod tests {
             sha256: None,
             binlogs: None,
             deadline_seconds: 21_600,
+            pod_template: Box::leak(Box::default()),
         }
     }
 

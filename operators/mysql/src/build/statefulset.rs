@@ -147,6 +147,8 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         pod_annotations: Some(annotations),
         claim: set::data_claim_template(&names.set(), &spec.storage.size, spec.storage.storage_class_name.clone()),
         claim_retention: None,
+        pod_template: spec.pod_template.clone(),
+        ..Default::default()
     };
     set::statefulset(&names.set(), parts)
 }

@@ -159,6 +159,7 @@ impl BackupResource for MySQLBackup {
             sha256: None,
             binlogs,
             deadline_seconds: target.deadline_seconds,
+            pod_template: &cluster.spec.pod_template,
         });
         let archive = match (since, primary_host) {
             (Some(since), Some(host)) => format!("; then archiving {host}'s binary logs after {since}"),

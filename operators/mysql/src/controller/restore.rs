@@ -164,6 +164,7 @@ impl RestoreResource for MySQLRestore {
                 stop: self.spec.point_in_time.as_deref().unwrap_or_default(),
             }),
             deadline_seconds: self.spec.deadline.seconds(None),
+            pod_template: &cluster.spec.pod_template,
         });
         let mut applier =
             statecraft_shared::apply::Applier::new(rt.client.clone(), rt.field_manager, self, &rt.apply_cache)?;

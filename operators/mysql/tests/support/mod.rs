@@ -130,6 +130,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         replicas,
         storage: Storage { size: "1Gi".into(), storage_class_name: None, fix_ownership: false },
         resources: None,
+        pod_template: Default::default(),
         server_config: BTreeMap::new(),
         semi_sync: SemiSync::default(),
         backup: None,

@@ -117,6 +117,25 @@ pub fn pod_problem(pod: &Pod) -> Option<PodProblem> {
         .and_then(|(kind, detail)| problem(kind, detail))
 }
 
+/// What the scheduler says of a pod whose volume is pinned to nodes it cannot use (a local
+/// volume whose node is gone): the one way of being unschedulable that a new volume cures.
+const VOLUME_PINNED: &str = "volume node affinity conflict";
+
+/// Whether the scheduler cannot place `pod` for a reason that a new volume would not change:
+/// a node selector, affinity, taint or resource request no node satisfies, or a claim that
+/// is never bound. A member replaced on a new volume would be placed no better (and would
+/// have lost its data), so operators that replace broken members leave such a member be
+/// and report it. Not when the scheduler names the volume's own node affinity: there a
+/// replacement is the cure.
+pub fn unplaceable(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+            && !c.message.as_deref().unwrap_or_default().contains(VOLUME_PINNED)
+    })
+}
+
 /// The problem of one container: waiting for a reason that will not pass by itself, or
 /// (re)started after a crash and not ready yet. A container running again after a crash
 /// keeps the crash as its problem until it is ready, so that the reason does not flap
@@ -226,6 +245,32 @@ mod tests {
         let stuck = pod_problem(&waiting(chrono::Utc::now() - chrono::TimeDelta::minutes(5))).expect("stuck");
         assert_eq!(stuck.kind, ProblemKind::Unschedulable);
         assert!(stuck.detail.contains("unbound"), "{}", stuck.detail);
+    }
+
+    #[test]
+    fn a_pod_is_unplaceable_unless_the_scheduler_blames_its_volumes_node() {
+        let unschedulable = |message: &str| {
+            pod(
+                "db-1",
+                json!({"phase": "Pending", "conditions": [{
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+                }]}),
+            )
+        };
+        assert!(unplaceable(&unschedulable(
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+        )));
+        assert!(unplaceable(&unschedulable("0/3 nodes are available: 3 Insufficient memory.")));
+        assert!(!unplaceable(&unschedulable(
+            "0/2 nodes are available: 1 node(s) had volume node affinity conflict, 1 node(s) had untolerated taint."
+        )));
+        assert!(!unplaceable(&pod(
+            "db-1",
+            json!({"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True"}
+            ]})
+        )));
+        assert!(!unplaceable(&pod("db-1", json!({"phase": "Pending"}))));
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct PodState {
     pub crash_looping: bool,
     /// How often the etcd container restarted.
     pub restarts: i32,
+    /// The scheduler cannot place it for a reason a new volume would not change
+    /// (`statecraft_shared::pods::unplaceable`): its member is not replaced.
+    pub unplaceable: bool,
     /// When the pod was created.
     pub created: Option<DateTime<Utc>>,
     /// The image its etcd container runs (`spec`), for the rolling upgrade.

@@ -547,8 +547,14 @@ impl<'a> View<'a> {
         m.is_learner && !m.started() && self.pod(m).is_none_or(|p| !p.running && !p.crash_looping && !p.terminating)
     }
 
-    /// A member to replace: corrupt, or unhealthy for longer than allowed, and only while
-    /// the others keep quorum. A corrupt leader hands leadership over first.
+    /// A member whose pod the scheduler cannot place (a node selector no node matches, say):
+    /// its replacement would be placed no better, so it is waited for, not replaced.
+    fn unplaceable(&self, m: &Member) -> bool {
+        self.pod(m).is_some_and(|p| p.unplaceable && !p.terminating)
+    }
+
+    /// A member to replace: corrupt, or unhealthy for longer than allowed (and placeable),
+    /// and only while the others keep quorum. A corrupt leader hands leadership over first.
     fn replace(&self) -> Option<Step> {
         let after = self.desired.replace_after?;
         let mut candidates: Vec<(bool, Duration, u32, &Member)> = self
@@ -557,7 +563,7 @@ impl<'a> View<'a> {
             .filter_map(|(k, m)| {
                 let corrupt = self.alarmed(m, Alarm::Corrupt);
                 let unhealthy = self.unhealthy_for(k).unwrap_or(Duration::ZERO);
-                let due = !self.healthy(m) && unhealthy >= after && !self.still_starting(m);
+                let due = !self.healthy(m) && unhealthy >= after && !self.still_starting(m) && !self.unplaceable(m);
                 (corrupt || due).then_some((corrupt, unhealthy, k, m))
             })
             .collect();
@@ -695,8 +701,9 @@ impl<'a> View<'a> {
             if !self.healthy(m) {
                 let since = self.unhealthy_for(k).unwrap_or(Duration::ZERO).as_secs();
                 let next = match self.desired.replace_after {
-                    Some(after) => format!("replaced after {} s if quorum allows", after.as_secs()),
                     None => "automatic replacement is off".into(),
+                    Some(_) if self.unplaceable(m) => "not replaced while its pod cannot be placed".into(),
+                    Some(after) => format!("replaced after {} s if quorum allows", after.as_secs()),
                 };
                 return wait(Etcd::MemberUnhealthy, format!("member {k} unhealthy for {since} s; {next}"));
             }

@@ -42,6 +42,7 @@ fn pod(k: u32, created: i64) -> PodState {
         ready: true,
         crash_looping: false,
         restarts: 0,
+        unplaceable: false,
         created: Some(t(created)),
         image: None,
         revision: None,
@@ -401,6 +402,25 @@ fn member_that_lost_its_data_is_replaced_after_the_delay() {
     let step = pass(&off, &o, &mut memory);
     assert_eq!(reason(&step), Etcd::MemberUnhealthy);
     assert!(step.message().contains("off"), "{}", step.message());
+}
+
+#[test]
+fn member_whose_pod_cannot_be_placed_is_not_replaced_unless_its_volume_is_to_blame() {
+    let d = desired(3);
+    let mut memory = Memory::default();
+    let mut o = cluster(&[0, 1, 2], &[]);
+    down(&mut o, 2);
+    // Recreated by a roll with a node selector no node matches: pending for long.
+    let p = o.pods.get_mut(&2).unwrap();
+    (p.crash_looping, p.unplaceable) = (false, true);
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
+    o.now = t(1000);
+    let step = pass(&d, &o, &mut memory);
+    assert_eq!(reason(&step), Etcd::MemberUnhealthy);
+    assert!(step.message().contains("cannot be placed"), "{}", step.message());
+    // Its volume's node gone instead: a new volume is the cure.
+    o.pods.get_mut(&2).unwrap().unplaceable = false;
+    assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
 }
 
 #[test]

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::endpoints::ready_pods;
-use statecraft_shared::pods::{PodProblem, pod_problems};
+use statecraft_shared::pods::{PodProblem, pod_problems, unplaceable};
 use statecraft_shared::{Error, Result};
 
 use super::super::reconcile::check;
@@ -135,6 +135,7 @@ fn pod_state(pod: &Pod) -> PodState {
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
         crash_looping: waiting.is_some_and(|w| w.reason.as_deref() == Some("CrashLoopBackOff")),
         restarts,
+        unplaceable: unplaceable(pod),
         created: pod
             .metadata
             .creation_timestamp

@@ -95,6 +95,10 @@ pub struct Memory {
     /// Since when each member (by ordinal) has been seen unhealthy, without a healthy
     /// observation in between.
     pub unhealthy_since: BTreeMap<u32, DateTime<Utc>>,
+    /// When each unhealthy member's pod was last seen unplaceable: its replacement delay
+    /// counts from then, so a pod placed at last (its template put right) has the whole
+    /// delay to start before its member is replaced.
+    pub unplaceable_at: BTreeMap<u32, DateTime<Utc>>,
 }
 
 /// The one next step. Steps naming a member carry both its etcd id and its ordinal.
@@ -247,6 +251,20 @@ impl Step {
     pub fn is_wait(&self) -> bool {
         matches!(self, Step::Wait { .. })
     }
+
+    /// Membership is settled: nothing to add, remove, replace or defragment, at most some
+    /// member down. A new pod revision may then be rolled; the roll's own rules restart a
+    /// down member first and a running one only while every other voter is healthy. Rolling
+    /// while a member is down is the way out of a pod template whose pods cannot run (a node
+    /// selector no node matches): the fixed template reaches the stuck pod only through its
+    /// restart. Ask before the wait is explained by the pods (which renames its reason).
+    pub fn settled(&self) -> bool {
+        match self {
+            Step::Idle => true,
+            Step::Wait { reason, .. } => *reason == Etcd::MemberUnhealthy,
+            _ => false,
+        }
+    }
 }
 
 fn wait(reason: Etcd, message: impl Into<String>) -> Step {
@@ -277,11 +295,16 @@ pub fn remember(memory: &mut Memory, observed: &Observed) {
         current.insert(k);
         if member_healthy(observed, m) {
             memory.unhealthy_since.remove(&k);
+            memory.unplaceable_at.remove(&k);
         } else {
             memory.unhealthy_since.entry(k).or_insert(observed.now);
+            if observed.pods.get(&k).is_some_and(|p| p.unplaceable) {
+                memory.unplaceable_at.insert(k, observed.now);
+            }
         }
     }
     memory.unhealthy_since.retain(|k, _| current.contains(k));
+    memory.unplaceable_at.retain(|k, _| current.contains(k));
 }
 
 /// The StatefulSet's replica count: one past the highest member ordinal, so that every
@@ -464,6 +487,16 @@ impl<'a> View<'a> {
         Some((self.observed.now - *since).to_std().unwrap_or(Duration::ZERO))
     }
 
+    /// How long the member has been unhealthy with a pod that could be placed: what the
+    /// replacement delay is measured against.
+    fn placeable_and_unhealthy_for(&self, ordinal: u32) -> Duration {
+        let unhealthy = self.unhealthy_for(ordinal).unwrap_or(Duration::ZERO);
+        match self.memory.unplaceable_at.get(&ordinal) {
+            Some(at) => unhealthy.min((self.observed.now - *at).to_std().unwrap_or(Duration::ZERO)),
+            None => unhealthy,
+        }
+    }
+
     fn leader_index(&self) -> u64 {
         leader_index(self.observed)
     }
@@ -563,7 +596,10 @@ impl<'a> View<'a> {
             .filter_map(|(k, m)| {
                 let corrupt = self.alarmed(m, Alarm::Corrupt);
                 let unhealthy = self.unhealthy_for(k).unwrap_or(Duration::ZERO);
-                let due = !self.healthy(m) && unhealthy >= after && !self.still_starting(m) && !self.unplaceable(m);
+                let due = !self.healthy(m)
+                    && self.placeable_and_unhealthy_for(k) >= after
+                    && !self.still_starting(m)
+                    && !self.unplaceable(m);
                 (corrupt || due).then_some((corrupt, unhealthy, k, m))
             })
             .collect();

@@ -46,20 +46,21 @@ struct Slot {
 }
 
 fn pod_state() -> impl Strategy<Value = PodState> {
-    (prop::bool::weighted(0.1), prop::bool::weighted(0.85), prop::bool::weighted(0.1), 0..1000i64).prop_map(
-        |(terminating, running, crash_looping, created)| PodState {
-            name: String::new(),
-            terminating,
-            running,
-            ready: running,
-            crash_looping,
-            restarts: i32::from(crash_looping),
-            unplaceable: false,
-            created: Some(t(created)),
-            image: None,
-            revision: None,
-        },
-    )
+    let flags =
+        (prop::bool::weighted(0.1), prop::bool::weighted(0.85), prop::bool::weighted(0.1), prop::bool::weighted(0.1));
+    (flags, 0..1000i64).prop_map(|((terminating, running, crash_looping, unplaced), created)| PodState {
+        name: String::new(),
+        terminating,
+        running,
+        ready: running,
+        crash_looping,
+        restarts: i32::from(crash_looping),
+        // A pod the scheduler cannot place never runs.
+        unplaceable: unplaced && !running,
+        created: Some(t(created)),
+        image: None,
+        revision: None,
+    })
 }
 
 fn slot() -> impl Strategy<Value = Slot> {
@@ -347,7 +348,10 @@ proptest! {
     #[test]
     fn every_step_is_safe_whatever_is_remembered(s in situation(), since in prop::collection::btree_map(0..8u32, -5000..5000i64, 0..4)) {
         let (o, _) = s.observe();
-        let memory = Memory { unhealthy_since: since.into_iter().map(|(k, secs)| (k, t(secs))).collect::<BTreeMap<_, _>>() };
+        let memory = Memory {
+            unhealthy_since: since.into_iter().map(|(k, secs)| (k, t(secs))).collect::<BTreeMap<_, _>>(),
+            ..Memory::default()
+        };
         step_is_safe(&s.desired, &o, &plan(&s.desired, &o, &memory))?;
     }
 }

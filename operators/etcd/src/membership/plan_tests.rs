@@ -405,7 +405,7 @@ fn member_that_lost_its_data_is_replaced_after_the_delay() {
 }
 
 #[test]
-fn member_whose_pod_cannot_be_placed_is_not_replaced_unless_its_volume_is_to_blame() {
+fn member_whose_pod_cannot_be_placed_is_not_replaced_and_then_has_the_whole_delay_to_start() {
     let d = desired(3);
     let mut memory = Memory::default();
     let mut o = cluster(&[0, 1, 2], &[]);
@@ -418,9 +418,37 @@ fn member_whose_pod_cannot_be_placed_is_not_replaced_unless_its_volume_is_to_bla
     let step = pass(&d, &o, &mut memory);
     assert_eq!(reason(&step), Etcd::MemberUnhealthy);
     assert!(step.message().contains("cannot be placed"), "{}", step.message());
-    // Its volume's node gone instead: a new volume is the cure.
+    // Membership is settled: a fixed pod template may roll, restarting the stuck pod.
+    assert!(step.settled());
+    // Placed at last: the new pod has the whole delay to start before a replacement.
     o.pods.get_mut(&2).unwrap().unplaceable = false;
+    o.now = t(1001);
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
+    o.now = t(1059);
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
+    o.now = t(1060);
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
+    // Its volume's node gone from the start: a new volume is the cure, after the delay.
+    let mut memory = Memory::default();
+    o.now = t(2000);
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
+    o.now = t(2060);
+    assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
+}
+
+#[test]
+fn only_an_idle_plan_or_a_member_down_lets_a_roll_run() {
+    assert!(Step::Idle.settled());
+    assert!(wait(Etcd::MemberUnhealthy, "member 2 unhealthy").settled());
+    for unsettled in [
+        wait(Etcd::MemberStarting, "learner 2 starting"),
+        wait(Etcd::QuorumLost, "1 of 3"),
+        wait(Etcd::MemberCorrupt, "member 1 corrupt"),
+        Step::AddLearner { ordinal: 2 },
+        Step::Replace { id: id(2), ordinal: 2 },
+    ] {
+        assert!(!unsettled.settled(), "{unsettled:?}");
+    }
 }
 
 #[test]

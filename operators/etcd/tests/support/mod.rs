@@ -277,6 +277,8 @@ impl Harness {
                     ready: running,
                     crash_looping: p.restarts > 0,
                     restarts: p.restarts,
+                    // Local processes: nothing to schedule.
+                    unplaceable: false,
                     created: Some(p.created),
                     image: None,
                     revision: None,

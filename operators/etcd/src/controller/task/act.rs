@@ -19,8 +19,8 @@ use tracing::{info, warn};
 use super::super::reconcile::bootstrap_credentials;
 use super::super::upgrade::{self, Gates};
 use super::super::{Context, scheduled};
-use super::Memory;
 use super::observe::{Kube, Observation};
+use super::{Decision, Memory};
 use crate::api::{EtcdCluster, EtcdClusterStatus};
 use crate::build::Names;
 use crate::build::config;
@@ -39,10 +39,11 @@ pub async fn act(
     ctx: &Context,
     cluster: &EtcdCluster,
     o: &Observation,
-    step: &Step,
+    decision: &Decision,
     memory: &mut Memory,
     status: &mut EtcdClusterStatus,
 ) -> Result<Acted<Option<Action>>> {
+    let step = &decision.step;
     let rt = &ctx.rt;
     let names = &o.names;
     let name = &names.cluster;
@@ -66,7 +67,7 @@ pub async fn act(
             Err(e) => warn!(cluster = %name, error = %e, step = ?step, "membership step failed"),
         }
         // A new pod revision is rolled only when membership is settled.
-        if *step == Step::Idle {
+        if decision.rolls {
             let (action, again) = statecraft_shared::upgrade::taken(
                 roll_step(ctx, cluster, names, &o.kube, &o.observed, status).await,
                 name,

@@ -3,7 +3,7 @@
 //! after a step, it observes the member pods and claims (Kubernetes) and the members (etcd)
 //! ([`observe`]), asks the pure planner for the one next step ([`plan::plan`]), carries it
 //! out, keeps the StatefulSet and the membership ConfigMap in line with the member list and
-//! rolls new pod revisions (shared upgrade engine) when membership is settled ([`act`]), and
+//! rolls new pod revisions (shared upgrade engine) when membership is settled ([`Step::settled`], [`act`]), and
 //! writes the status ([`report`]). It is the only writer of those objects and of the status
 //! of a valid cluster, so they never race.
 
@@ -38,6 +38,14 @@ pub const PASS_INTERVAL: Duration = Duration::from_secs(2);
 /// `QuorumLost`: that reason (and phase) says the operator changes nothing, which stands.
 const EXPLAINED_BY_PODS: [Etcd; 3] = [Etcd::MemberStarting, Etcd::MemberUnhealthy, Etcd::WaitingForHealthyMembers];
 
+/// What a pass decided: the planner's step, its wait explained by the pods.
+pub struct Decision {
+    step: Step,
+    /// Whether a new pod revision may be rolled ([`Step::settled`], asked before the wait
+    /// was explained).
+    rolls: bool,
+}
+
 /// The membership task of one cluster and what it remembers between passes.
 pub struct Membership {
     ctx: Arc<Context>,
@@ -70,7 +78,7 @@ impl ClusterLoop for Membership {
     type Cluster = EtcdCluster;
     type Status = EtcdClusterStatus;
     type Observation = Observation;
-    type Decision = Step;
+    type Decision = Decision;
     /// The rolling upgrade's step, if one was taken.
     type Done = Option<Action>;
 
@@ -89,36 +97,39 @@ impl ClusterLoop for Membership {
 
     /// The planner's step; none for an invalid spec (the reconciler reports it: the members
     /// are still observed and reported, but nothing is changed) or a paused cluster.
-    fn decide(&self, cluster: &EtcdCluster, o: &Observation) -> Step {
-        let Some(valid) = o.valid.as_ref().filter(|_| !cluster.spec.paused) else { return Step::Idle };
+    fn decide(&self, cluster: &EtcdCluster, o: &Observation) -> Decision {
+        let Some(valid) = o.valid.as_ref().filter(|_| !cluster.spec.paused) else {
+            return Decision { step: Step::Idle, rolls: true };
+        };
         let mut step = plan::plan(&desired(valid), &o.observed, &self.memory.plan);
+        let rolls = step.settled();
         if let Step::Wait { reason, message } = &mut step
             && EXPLAINED_BY_PODS.iter().any(|&entry| *reason == entry)
         {
             explain_wait(reason, message, &o.kube.problems);
         }
-        step
+        Decision { step, rolls }
     }
 
     async fn act(
         &mut self,
         cluster: &EtcdCluster,
         o: &Observation,
-        step: &Step,
+        decision: &Decision,
         status: &mut EtcdClusterStatus,
     ) -> Result<Acted<Option<Action>>> {
-        act::act(&self.ctx, cluster, o, step, &mut self.memory, status).await
+        act::act(&self.ctx, cluster, o, decision, &mut self.memory, status).await
     }
 
     async fn report(
         &mut self,
         cluster: &EtcdCluster,
         o: &Observation,
-        step: &Step,
+        decision: &Decision,
         roll: &Option<Action>,
         status: &mut EtcdClusterStatus,
     ) -> Result<()> {
-        report::report(&self.ctx, cluster, o, step, roll.as_ref(), &mut self.memory, status).await
+        report::report(&self.ctx, cluster, o, &decision.step, roll.as_ref(), &mut self.memory, status).await
     }
 
     fn forget(&self, cluster: &str) {

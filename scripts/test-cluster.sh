@@ -28,6 +28,11 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --
 # read back by VerifiableConsumer, none twice, no partition below min ISR.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test kafka -- --ignored --exact \
   kafka_cluster_becomes_ready_and_rolls_without_losing_acknowledged_records
+# Placement (spec.podTemplate, the same shared code for every operator) on etcd's members:
+# every knob on every pod; a node selector no node matches stops the roll at one member
+# (quorum and writes kept, the member not replaced, its claim kept), put right it converges.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
+  etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_roll
 # The ways users install (e2e/tests/install.rs): every operator from its one-file install
 # into a namespace that did not exist (an editor of that namespace may then create clusters,
 # a viewer may not), and the README's quick start as written (Helm, a 3-server MySQL

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use etcd_client::{
     Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Txn, TxnOp,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -1597,6 +1597,150 @@ async fn etcd_invalid_specs_are_refused_with_the_field_named() -> TestResult {
     db.patch(json!({"spec": {"version": version}}))?;
     db.wait_converged(1, Duration::from_secs(120)).await?;
     ev.pass(json!(null));
+    db.ns.pass();
+    Ok(())
+}
+
+/// A PriorityClass for the placement test's members (cluster-scoped, so one fixed name;
+/// applying it again is a no-op).
+const PRIORITY_CLASS: &str = "statecraft-e2e-databases";
+/// A node label no node has.
+const NOWHERE: &str = "example.com/nowhere";
+
+/// Whether `pod` carries everything the placement test's `spec.podTemplate` asks for, on
+/// `node`, and the operator's own labels as well: the problem, if not.
+fn placement_problem(pod: &Pod, node: &str, instance: &str) -> Option<String> {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let labels = pod.labels();
+    let name = pod.name_any();
+    let spread = spec.topology_spread_constraints.unwrap_or_default();
+    let spread_selects_the_cluster = spread.iter().any(|c| {
+        c.topology_key == "kubernetes.io/hostname"
+            && c.label_selector
+                .as_ref()
+                .and_then(|s| s.match_labels.as_ref())
+                .is_some_and(|m| m.get(INSTANCE_LABEL).map(String::as_str) == Some(instance))
+    });
+    let checks = [
+        (
+            spec.node_selector.unwrap_or_default().get("kubernetes.io/hostname").map(String::as_str) == Some(node),
+            "the node selector",
+        ),
+        (
+            spec.tolerations.unwrap_or_default().iter().any(|t| t.key.as_deref() == Some("example.com/dedicated")),
+            "the toleration",
+        ),
+        (spec.priority_class_name.as_deref() == Some(PRIORITY_CLASS), "the priority class"),
+        // Set by the API server's Priority admission from the class: the name was resolved.
+        (spec.priority == Some(1000), "the priority of the class"),
+        (spec.image_pull_secrets.unwrap_or_default().iter().any(|s| s.name == "registry"), "the pull Secret"),
+        (labels.get("team").map(String::as_str) == Some("storage"), "the extra label"),
+        (labels.get(INSTANCE_LABEL).map(String::as_str) == Some(instance), "the operator's own label"),
+        (pod.annotations().get("example.com/owner").map(String::as_str) == Some("e2e"), "the extra annotation"),
+        (spread_selects_the_cluster, "the spread constraint, selecting the cluster's pods"),
+    ];
+    checks.iter().find(|(ok, _)| !ok).map(|(_, what)| format!("pod {name} lacks {what}"))
+}
+
+/// Criteria: L4.events (a member whose pod cannot be placed is named, with the scheduler's
+/// words, in a PodUnschedulable Event on the EtcdCluster and in its Ready condition).
+/// What `spec.podTemplate` asks reaches every member's pod (node selector, toleration,
+/// priority class — resolved by the API server —, pull Secret, extra label and annotation,
+/// a topology spread constraint given the cluster's selector), a reserved label is refused
+/// naming the field, and a node selector no node matches stops the roll at its first member:
+/// one pod pending, quorum and writes kept, that member not replaced (its claim kept) even
+/// past the auto-heal delay; putting the selector right rolls the rest and converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_roll() -> TestResult {
+    let ev =
+        evidence("etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_roll", &["L4.events"]).await?;
+    let k8s = Cluster::connect().await?;
+    let node = Api::<Node>::all(k8s.client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+        .first()
+        .map(|n| n.name_any())
+        .ok_or("the cluster has no node")?;
+    let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": PRIORITY_CLASS}, "value": 1000, "description": "statecraft e2e: databases"});
+    k8s.kubectl_with_input(&["apply", "-f", "-"], Some(&class.to_string()))?;
+    let pull_secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "registry"},
+        "type": "kubernetes.io/dockerconfigjson", "stringData": {".dockerconfigjson": "{\"auths\":{}}"}});
+    // The shortest auto-heal delay: a member that cannot be placed must not be replaced
+    // however long it waits (a new member would be placed no better, and lose its data).
+    let template = json!({
+        "autoHeal": {"replaceAfterSeconds": 30},
+        "podTemplate": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"key": "example.com/dedicated", "operator": "Equal", "value": "etcd", "effect": "NoSchedule"}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+            "priorityClassName": PRIORITY_CLASS,
+            "imagePullSecrets": [{"name": "registry"}],
+            "labels": {"team": "storage"},
+            "annotations": {"example.com/owner": "e2e"},
+        },
+    });
+    let db = Etcd::create("etcd-placed", "etcd", 3, template, &[pull_secret]).await?;
+    let pods: Api<Pod> = Api::namespaced(k8s.client.clone(), &db.namespace);
+    for name in db.pods().await?.keys() {
+        let pod = pods.get(name).await?;
+        assert_eq!(placement_problem(&pod, &node, db.name()), None);
+    }
+
+    let refused = db
+        .patch(json!({"spec": {"podTemplate": {"labels": {"app.kubernetes.io/instance": "other"}}}}))
+        .err()
+        .ok_or("a reserved label was accepted")?;
+    assert!(refused.to_string().contains("spec.podTemplate.labels.app.kubernetes.io/instance"), "{refused}");
+
+    // A node selector no node matches: the roll replaces one member's pod, which stays
+    // pending; the others keep serving.
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(k8s.client.clone(), &db.namespace);
+    let claim_uids = |list: Vec<PersistentVolumeClaim>| -> BTreeMap<String, String> {
+        list.into_iter().map(|c| (c.name_any(), c.uid().unwrap_or_default())).collect()
+    };
+    let claims_before = claim_uids(claims.list(&ListParams::default()).await?.items);
+    db.patch(json!({"spec": {"podTemplate": {"nodeSelector": {NOWHERE: "true"}}}}))?;
+    let stuck = wait_until(Duration::from_secs(180), "a member's pod reported unschedulable", || async {
+        let c = db.api.get(db.name()).await.ok()?;
+        let ready = c.status?.conditions.into_iter().find(|k| k.type_ == "Ready")?;
+        (ready.status == "False" && ready.reason == "PodUnschedulable").then_some(ready.message)
+    })
+    .await?;
+    eprintln!("Ready: {stuck}");
+    assert!(stuck.contains("cannot be scheduled") && stuck.contains("node"), "{stuck}");
+    assert!(db.events("PodUnschedulable").await? >= 1, "a PodUnschedulable Event");
+    // Past the auto-heal delay: still one member down, not replaced, quorum kept.
+    let mut c = db.client().await?;
+    for i in 0..45 {
+        c.put(format!("placed/{i}"), "kept", None).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let now = db.pods().await?;
+    let unready: Vec<&String> = now.iter().filter(|(_, p)| !p.ready).map(|(n, _)| n).collect();
+    assert_eq!(unready.len(), 1, "the roll stops at the first unplaceable member: {now:?}");
+    assert!(stuck.contains(unready[0].as_str()), "{stuck} names {}", unready[0]);
+    assert_eq!(db.events("ReplaceMember").await?, 0, "an unplaceable member is not replaced");
+    assert_eq!(db.members().await?.len(), 3, "etcd still has three members");
+
+    // Put right: the pending member starts, the others roll, and every claim is the one the
+    // cluster began with.
+    db.patch(json!({"spec": {"podTemplate": {"nodeSelector": {NOWHERE: null}}}}))?;
+    db.wait_converged(3, CONVERGE).await?;
+    for name in db.pods().await?.keys() {
+        let pod = pods.get(name).await?;
+        assert_eq!(placement_problem(&pod, &node, db.name()), None);
+        let selector = pod.spec.and_then(|s| s.node_selector).unwrap_or_default();
+        assert!(!selector.contains_key(NOWHERE), "{name} still has {selector:?}");
+    }
+    assert_eq!(claim_uids(claims.list(&ListParams::default()).await?.items), claims_before, "no claim replaced");
+    let kept = db.read_ids("placed/").await?;
+    assert_eq!(kept, (0..45).collect::<Vec<u64>>(), "every write made while a member was pending is there");
+    ev.pass(json!({"node": node}));
     db.ns.pass();
     Ok(())
 }

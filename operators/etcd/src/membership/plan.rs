@@ -251,24 +251,29 @@ impl Step {
     pub fn is_wait(&self) -> bool {
         matches!(self, Step::Wait { .. })
     }
-
-    /// Membership is settled: nothing to add, remove, replace or defragment, at most some
-    /// member down. A new pod revision may then be rolled; the roll's own rules restart a
-    /// down member first and a running one only while every other voter is healthy. Rolling
-    /// while a member is down is the way out of a pod template whose pods cannot run (a node
-    /// selector no node matches): the fixed template reaches the stuck pod only through its
-    /// restart. Ask before the wait is explained by the pods (which renames its reason).
-    pub fn settled(&self) -> bool {
-        match self {
-            Step::Idle => true,
-            Step::Wait { reason, .. } => *reason == Etcd::MemberUnhealthy,
-            _ => false,
-        }
-    }
 }
 
 fn wait(reason: Etcd, message: impl Into<String>) -> Step {
     Step::Wait { reason: reason.into(), message: message.into() }
+}
+
+/// Whether a new pod revision may be rolled after `step`: when membership is settled —
+/// nothing to add, remove, replace or defragment (`Idle`) — or settled but for a member that
+/// is down, as long as every member has a pod that is not being deleted. The roll's own rules
+/// restart a down member first and a running one only while every other voter is healthy;
+/// rolling while a member is down is how a fixed pod template reaches a pod the previous one
+/// kept from running (a node selector no node matches). A restarted member's pod is gone
+/// or terminating for a moment: a roll that looked then would not see that member and could
+/// call itself done. Ask before the wait is explained by the pods (which renames its reason).
+pub fn rolls(step: &Step, observed: &Observed) -> bool {
+    match step {
+        Step::Idle => true,
+        Step::Wait { reason, .. } if *reason == Etcd::MemberUnhealthy => {
+            let ours = observed.members.iter().flatten().filter_map(|m| m.ordinal);
+            observed.pods.values().all(|p| !p.terminating) && ours.into_iter().all(|k| observed.pods.contains_key(&k))
+        }
+        _ => false,
+    }
 }
 
 /// Votes needed among `voters`.

@@ -3,7 +3,7 @@
 //! after a step, it observes the member pods and claims (Kubernetes) and the members (etcd)
 //! ([`observe`]), asks the pure planner for the one next step ([`plan::plan`]), carries it
 //! out, keeps the StatefulSet and the membership ConfigMap in line with the member list and
-//! rolls new pod revisions (shared upgrade engine) when membership is settled ([`Step::settled`], [`act`]), and
+//! rolls new pod revisions (shared upgrade engine) when membership is settled ([`plan::rolls`], [`act`]), and
 //! writes the status ([`report`]). It is the only writer of those objects and of the status
 //! of a valid cluster, so they never race.
 
@@ -41,7 +41,7 @@ const EXPLAINED_BY_PODS: [Etcd; 3] = [Etcd::MemberStarting, Etcd::MemberUnhealth
 /// What a pass decided: the planner's step, its wait explained by the pods.
 pub struct Decision {
     step: Step,
-    /// Whether a new pod revision may be rolled ([`Step::settled`], asked before the wait
+    /// Whether a new pod revision may be rolled ([`plan::rolls`], asked before the wait
     /// was explained).
     rolls: bool,
 }
@@ -102,7 +102,7 @@ impl ClusterLoop for Membership {
             return Decision { step: Step::Idle, rolls: true };
         };
         let mut step = plan::plan(&desired(valid), &o.observed, &self.memory.plan);
-        let rolls = step.settled();
+        let rolls = plan::rolls(&step, &o.observed);
         if let Step::Wait { reason, message } = &mut step
             && EXPLAINED_BY_PODS.iter().any(|&entry| *reason == entry)
         {

@@ -5,9 +5,15 @@
 //! pulled, or the container cannot be created (a missing Secret or ConfigMap key). The
 //! operators put that reason into the condition that says what they wait for, so that a
 //! user reads "PodUnschedulable: 0/3 nodes are available: 3 Insufficient memory" rather
-//! than "waiting for servers to answer".
+//! than "waiting for servers to answer". A pod that Kubernetes refuses to create at all (a
+//! PriorityClass that does not exist, a quota) has no status: its StatefulSet's
+//! `FailedCreate` Event is read instead ([`creation_problems`]).
 
+use chrono::{DateTime, TimeDelta, Utc};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+use kube::api::ListParams;
 
 use crate::reason::{Common, Reason};
 
@@ -16,6 +22,8 @@ use crate::reason::{Common, Reason};
 /// one of the lowest kind is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ProblemKind {
+    /// The pod cannot be created (its StatefulSet's `FailedCreate` Event).
+    NotCreated,
     /// No node can take the pod (`PodScheduled=False`, reason `Unschedulable`).
     Unschedulable,
     /// The image cannot be pulled (`ErrImagePull`, `ImagePullBackOff`, `InvalidImageName`).
@@ -35,6 +43,7 @@ impl ProblemKind {
     /// The condition (and Event) reason.
     pub fn reason(self) -> Reason {
         Reason::from(match self {
+            ProblemKind::NotCreated => Common::PodNotCreated,
             ProblemKind::Unschedulable => Common::PodUnschedulable,
             ProblemKind::ImagePullFailed => Common::ImagePullFailed,
             ProblemKind::ConfigError => Common::PodConfigError,
@@ -61,6 +70,7 @@ impl PodProblem {
     /// The problem in one sentence, naming the pod.
     pub fn message(&self) -> String {
         let what = match self.kind {
+            ProblemKind::NotCreated => "cannot be created",
             ProblemKind::Unschedulable => "cannot be scheduled",
             ProblemKind::ImagePullFailed => "cannot pull its image",
             ProblemKind::ConfigError => "cannot create its container",
@@ -115,6 +125,75 @@ pub fn pod_problem(pod: &Pod) -> Option<PodProblem> {
         .filter_map(container_problem)
         .min_by_key(|(kind, _)| *kind)
         .and_then(|(kind, detail)| problem(kind, detail))
+}
+
+/// How long a `FailedCreate` Event explains a missing pod: the StatefulSet controller tries
+/// again, and records the Event again, at least every 17 minutes (its longest back-off).
+const CREATION_FAILURE_FRESH: TimeDelta = TimeDelta::minutes(20);
+
+/// The problems of the pods StatefulSet `statefulset` should have (`<statefulset>-<k>` for
+/// `k` below `replicas`) but has not created: Kubernetes refused them, and its reason is only
+/// in the StatefulSet's `FailedCreate` Events. `pods` are the ones that exist; the Events
+/// are read only when one is missing. A failure to read them is logged and explains
+/// nothing: the wait is still reported, only less precisely.
+pub async fn creation_problems(
+    client: &kube::Client,
+    namespace: &str,
+    statefulset: &str,
+    replicas: i32,
+    pods: &[Pod],
+) -> Vec<PodProblem> {
+    let missing: Vec<String> = (0..replicas.max(0))
+        .map(|k| format!("{statefulset}-{k}"))
+        .filter(|pod| !pods.iter().any(|p| p.metadata.name.as_deref() == Some(pod.as_str())))
+        .collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("regarding.kind=StatefulSet,regarding.name={statefulset},reason=FailedCreate");
+    match api.list(&ListParams::default().fields(&selector)).await {
+        Ok(events) => creation_problem(&missing, &events.items, Utc::now()).into_iter().collect(),
+        Err(e) => {
+            tracing::warn!(%statefulset, error = %e, "cannot read the StatefulSet's FailedCreate Events");
+            Vec::new()
+        }
+    }
+}
+
+/// The newest `FailedCreate` Event (from the last [`CREATION_FAILURE_FRESH`] before `now`)
+/// that names one of the `missing` pods, as that pod's problem. The StatefulSet controller's
+/// note reads `create Pod db-0 in StatefulSet db failed error: pods "db-0" is forbidden: no
+/// PriorityClass with name fast was found`.
+pub fn creation_problem(missing: &[String], events: &[Event], now: DateTime<Utc>) -> Option<PodProblem> {
+    events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedCreate"))
+        .filter_map(|e| {
+            let at = last_seen(e)?;
+            let note = e.note.as_deref()?;
+            let pod = missing.iter().find(|pod| note.contains(&format!("Pod {pod} ")))?;
+            (now.signed_duration_since(at) <= CREATION_FAILURE_FRESH).then_some((at, pod, note))
+        })
+        .max_by_key(|(at, _, _)| *at)
+        .map(|(_, pod, note)| PodProblem {
+            pod: pod.clone(),
+            kind: ProblemKind::NotCreated,
+            detail: note.split_once(" error: ").map_or(note, |(_, why)| why).to_string(),
+        })
+}
+
+/// When an Event was last recorded: its series' last occurrence, the legacy last timestamp
+/// (what the StatefulSet controller's recorder sets), or its creation.
+fn last_seen(e: &Event) -> Option<DateTime<Utc>> {
+    let micro = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime| t.0;
+    let times = [
+        e.series.as_ref().map(|s| micro(&s.last_observed_time)),
+        e.deprecated_last_timestamp.as_ref().map(|t| t.0),
+        e.event_time.as_ref().map(micro),
+    ];
+    let newest = times.into_iter().flatten().max()?;
+    DateTime::from_timestamp(newest.as_second(), newest.subsec_nanosecond().max(0) as u32)
 }
 
 /// What the scheduler says of a pod whose volume is pinned to nodes it cannot use (a local
@@ -245,6 +324,46 @@ mod tests {
         let stuck = pod_problem(&waiting(chrono::Utc::now() - chrono::TimeDelta::minutes(5))).expect("stuck");
         assert_eq!(stuck.kind, ProblemKind::Unschedulable);
         assert!(stuck.detail.contains("unbound"), "{}", stuck.detail);
+    }
+
+    /// A `FailedCreate` Event of StatefulSet `db` as the API server returns it, last seen at
+    /// `at`.
+    fn failed_create(note: &str, at: DateTime<Utc>) -> Event {
+        serde_json::from_value(json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "db.1", "namespace": "prod"},
+            "eventTime": null, "reason": "FailedCreate", "type": "Warning", "note": note,
+            "regarding": {"kind": "StatefulSet", "name": "db", "namespace": "prod"},
+            "deprecatedLastTimestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        }))
+        .expect("an Event")
+    }
+
+    #[test]
+    fn a_pod_kubernetes_refuses_to_create_is_explained_by_its_statefulsets_event() {
+        let now = Utc::now();
+        let missing = ["db-1".to_string()];
+        let refused = failed_create(
+            "create Pod db-1 in StatefulSet db failed error: pods \"db-1\" is forbidden: no PriorityClass with name fast was found",
+            now - TimeDelta::minutes(2),
+        );
+        let problem = creation_problem(&missing, std::slice::from_ref(&refused), now).expect("a problem");
+        assert_eq!((problem.pod.as_str(), problem.kind), ("db-1", ProblemKind::NotCreated));
+        assert_eq!(problem.kind.reason(), Common::PodNotCreated);
+        assert_eq!(
+            problem.message(),
+            "pod db-1 cannot be created: pods \"db-1\" is forbidden: no PriorityClass with name fast was found"
+        );
+        // Not about a missing pod (db-10 is not db-1), or too old to explain anything now.
+        let other = failed_create("create Pod db-10 in StatefulSet db failed error: quota", now);
+        assert_eq!(creation_problem(&missing, &[other], now), None);
+        assert_eq!(creation_problem(&missing, std::slice::from_ref(&refused), now + TimeDelta::minutes(30)), None);
+        // The newest of several says why now.
+        let quota = failed_create("create Pod db-1 in StatefulSet db failed error: exceeded quota", now);
+        let newest = creation_problem(&missing, &[refused, quota], now).expect("a problem");
+        assert_eq!(newest.detail, "exceeded quota");
+        // A pod refused is the most telling problem: it has not even got a status.
+        assert!(ProblemKind::NotCreated < ProblemKind::Unschedulable);
     }
 
     #[test]

@@ -152,8 +152,12 @@ impl OperatorRbac {
 /// - `events.k8s.io` `events` create/patch: kube's `Recorder` (kube-runtime 5) publishes
 ///   `events.k8s.io/v1` Events, creating a new one and patching it when the same event
 ///   repeats. It never writes core `v1` Events, so no rule for the core group is needed.
+/// - `events.k8s.io` `events` list: a StatefulSet that cannot create a member's pod (a
+///   PriorityClass that does not exist, a quota) says why only in its `FailedCreate`
+///   Events, which the operators read into the cluster's conditions
+///   ([`crate::pods::creation_problems`]).
 pub fn base_rules() -> Vec<Rule> {
-    vec![Rule::new("events.k8s.io", &["events"], &["create", "patch"])]
+    vec![Rule::new("events.k8s.io", &["events"], &["list", "create", "patch"])]
 }
 
 /// The rules an operator needs in its own namespace, on itself: the `<name>-self` Role.
@@ -690,7 +694,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("no rule for {group:?} {resource}"))
         };
         assert!(!rules.iter().any(|p| p.api_groups == Some(vec!["coordination.k8s.io".into()])), "no Lease here");
-        assert_eq!(find("events.k8s.io", "events").verbs, ["create", "patch"]);
+        assert_eq!(find("events.k8s.io", "events").verbs, ["list", "create", "patch"]);
         let secrets = find("", "secrets");
         assert_eq!(secrets.verbs, ["get"]);
         assert_eq!(secrets.resource_names.as_deref(), Some(&["mysql-root".to_owned()][..]));
@@ -871,7 +875,7 @@ mod tests {
             [
                 Rule::new("statecraft.io", &["mysqlclusters/status"], &["patch", "get", "list", "watch"]),
                 Rule::new(CORE_GROUP, &["services"], &["delete", "patch"]),
-                Rule::new("events.k8s.io", &["events"], &["patch", "create"]),
+                Rule::new("events.k8s.io", &["events"], &["patch", "list", "create"]),
                 Rule::new(CORE_GROUP, &["secrets"], &["get"]).with_resource_names(&["mysql-root"]),
                 Rule::new(CORE_GROUP, &["pods", "services"], &["watch", "list", "get"]),
                 Rule::new(CORE_GROUP, &["services"], &["create", "get"]),
@@ -1021,6 +1025,7 @@ rules:
   resources:
   - events
   verbs:
+  - list
   - create
   - patch
 ---

@@ -111,6 +111,9 @@ pub enum Common {
     OtherMembersNotHealthy,
     /// The roll waits for a restarted member to catch up and serve in its role again.
     MemberNotCaughtUp,
+    /// Kubernetes refuses to create a member's pod (a PriorityClass that does not exist, a
+    /// quota, an admission webhook): the StatefulSet's `FailedCreate` Event says why.
+    PodNotCreated,
     /// No node can take a member's pod.
     PodUnschedulable,
     /// A member's image cannot be pulled.

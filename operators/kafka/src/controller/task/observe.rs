@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::endpoints::ready_pods;
-use statecraft_shared::pods::{PodProblem, pod_problems};
+use statecraft_shared::pods::{PodProblem, creation_problems, pod_problems};
 use statecraft_shared::statefulset::{NAME_LABEL, ordinal_of};
 use statecraft_shared::{Error, Result};
 use tracing::debug;
@@ -137,11 +137,13 @@ pub async fn observe(ctx: &Context, cluster: &KafkaCluster) -> Result<Observatio
         pods.list(&ListParams::default().labels(&selector)).await.map_err(|e| Error::kube("listing pods", e))?;
     let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let mut targets = BTreeMap::new();
+    // Pods Kubernetes refuses to create come first: they have no status to explain them.
+    let mut problems = Vec::new();
     for pool in Pool::ALL {
-        let sts = statefulsets
-            .get_opt(names.pool_name(pool.role()))
-            .await
-            .map_err(|e| Error::kube("reading a StatefulSet", e))?;
+        let sts_name = names.pool_name(pool.role());
+        let sts = statefulsets.get_opt(sts_name).await.map_err(|e| Error::kube("reading a StatefulSet", e))?;
+        let replicas = sts.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.replicas).unwrap_or(0);
+        problems.extend(creation_problems(&rt.client, &rt.namespace, sts_name, replicas, &pod_list.items).await);
         if let Some(revision) = sts.and_then(|s| s.status).and_then(|s| s.update_revision) {
             targets.insert(pool, revision);
         }
@@ -155,7 +157,7 @@ pub async fn observe(ctx: &Context, cluster: &KafkaCluster) -> Result<Observatio
     let served = ready_pods(&rt.client, &rt.namespace, &names.bootstrap_service()).await?;
     let kafka = ask_kafka(cluster, valid.as_ref(), &nodes).await;
     let expected = valid.as_ref().map(|v| expected_nodes(v, &names)).unwrap_or_default();
-    let problems = pod_problems(&pod_list.items);
+    problems.extend(pod_problems(&pod_list.items));
     Ok(Observation { valid, pods: nodes, expected, targets, problems, kafka, served })
 }
 

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::endpoints::{self as service_endpoints, endpoints};
-use statecraft_shared::pods::{explain_wait, pod_problems};
+use statecraft_shared::pods::{PodProblem, creation_problems, explain_wait, pod_problems};
 use statecraft_shared::reason::Reason;
 use statecraft_shared::{Error, Result};
 
@@ -47,6 +47,8 @@ pub struct Observation {
     /// The operator's connections to the servers.
     pub dp: DataPlane,
     pub pods: Vec<Pod>,
+    /// Member pods Kubernetes refuses to create, with its reason.
+    pub refused: Vec<PodProblem>,
     /// Each member's pod and addresses, by ordinal.
     pub targets: Vec<Target>,
     /// The servers and the spec, as the decision sees them.
@@ -76,7 +78,9 @@ impl Observation {
         if let Operation::Wait { reason, message } = &mut decision.operation
             && EXPLAINED_BY_PODS.iter().any(|e| *reason == *e)
         {
-            explain_wait(reason, message, &pod_problems(&self.pods));
+            let mut problems = self.refused.clone();
+            problems.extend(pod_problems(&self.pods));
+            explain_wait(reason, message, &problems);
         }
         decision
     }
@@ -118,6 +122,8 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
 
     let replicas = if cluster.spec.stopped { 0 } else { crate::autoscale::replicas(cluster).max(0) as u32 };
     let highest = pods.iter().filter_map(|p| ordinal_of(&name, &p.name_any())).max().map_or(0, |o| o + 1);
+    let refused =
+        creation_problems(&rt.client, &rt.namespace, &names.set().statefulset(), replicas as i32, &pods).await;
     let targets: Vec<Target> = (0..replicas.max(highest))
         .map(|i| target(&names, i, pods.iter().find(|p| p.name_any() == names.pod(i))))
         .collect();
@@ -159,7 +165,19 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         deposed: status.and_then(|s| s.deposed_primary.as_deref()).and_then(|p| ordinal_of(&name, p)),
         routed,
     };
-    Ok(Some(Observation { valid, spec_problem, names, dp, pods, targets, observed, request, switchover_to, services }))
+    Ok(Some(Observation {
+        valid,
+        spec_problem,
+        names,
+        dp,
+        pods,
+        refused,
+        targets,
+        observed,
+        request,
+        switchover_to,
+        services,
+    }))
 }
 
 fn target(names: &Names, ordinal: u32, pod: Option<&Pod>) -> Target {

@@ -1643,7 +1643,9 @@ fn placement_problem(pod: &Pod, node: &str, instance: &str) -> Option<String> {
 }
 
 /// Criteria: L4.events (a member whose pod cannot be placed is named, with the scheduler's
-/// words, in a PodUnschedulable Event on the EtcdCluster and in its Ready condition).
+/// words, in a PodUnschedulable Event on the EtcdCluster and in its Ready condition; one
+/// whose pod Kubernetes refuses to create — a PriorityClass that does not exist — in a
+/// PodNotCreated Event and condition, with the StatefulSet's words).
 /// What `spec.podTemplate` asks reaches every member's pod (node selector, toleration,
 /// priority class — resolved by the API server —, pull Secret, extra label and annotation,
 /// a topology spread constraint given the cluster's selector), a reserved label is refused
@@ -1740,6 +1742,25 @@ async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_r
     assert_eq!(claim_uids(claims.list(&ListParams::default()).await?.items), claims_before, "no claim replaced");
     let kept = db.read_ids("placed/").await?;
     assert_eq!(kept, (0..45).collect::<Vec<u64>>(), "every write made while a member was pending is there");
+
+    // A PriorityClass that does not exist: Kubernetes refuses to create the first pod the
+    // roll replaces, so there is no pod status to read; the StatefulSet's FailedCreate
+    // Event says why, and the cluster's conditions carry it.
+    let missing_class = "statecraft-e2e-missing";
+    db.patch(json!({"spec": {"podTemplate": {"priorityClassName": missing_class}}}))?;
+    let refused = wait_until(Duration::from_secs(180), "a member's pod reported not created", || async {
+        let c = db.api.get(db.name()).await.ok()?;
+        let ready = c.status?.conditions.into_iter().find(|k| k.type_ == "Ready")?;
+        (ready.status == "False" && ready.reason == "PodNotCreated").then_some(ready.message)
+    })
+    .await?;
+    eprintln!("Ready: {refused}");
+    assert!(refused.contains(&format!("no PriorityClass with name {missing_class}")), "{refused}");
+    assert!(db.events("PodNotCreated").await? >= 1, "a PodNotCreated Event");
+    assert_eq!(db.members().await?.len(), 3, "etcd still has three members");
+    db.patch(json!({"spec": {"podTemplate": {"priorityClassName": PRIORITY_CLASS}}}))?;
+    db.wait_converged(3, CONVERGE).await?;
+    assert_eq!(claim_uids(claims.list(&ListParams::default()).await?.items), claims_before, "no claim replaced");
     ev.pass(json!({"node": node}));
     db.ns.pass();
     Ok(())

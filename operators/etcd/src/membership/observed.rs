@@ -107,6 +107,10 @@ pub struct Observed {
     pub pods: BTreeMap<u32, PodState>,
     /// Ordinals that have a data PersistentVolumeClaim.
     pub claims: BTreeSet<u32>,
+    /// Ordinals whose pods Kubernetes refuses to create (the StatefulSet's `FailedCreate`:
+    /// a PriorityClass that does not exist, a quota): like an unplaceable pod, a new member
+    /// would fare no better, so theirs are not replaced.
+    pub refused: BTreeSet<u32>,
     /// `spec.replicas` of the StatefulSet (0 when it does not exist yet).
     pub statefulset_replicas: u32,
     /// Time of the observation.

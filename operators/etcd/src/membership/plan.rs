@@ -289,6 +289,12 @@ pub fn member_healthy(observed: &Observed, member: &Member) -> bool {
     observed.states.contains_key(&member.id) && pod_ok
 }
 
+/// Whether Kubernetes cannot run member `k`'s pod for a reason a new member would share:
+/// the scheduler cannot place it, or Kubernetes refuses to create it.
+fn cannot_run(observed: &Observed, k: u32) -> bool {
+    observed.refused.contains(&k) || observed.pods.get(&k).is_some_and(|p| p.unplaceable && !p.terminating)
+}
+
 /// Updates what the planner remembers with one observation: a member seen unhealthy keeps
 /// the time it was first seen so, a healthy one is forgotten, and so are ordinals that are
 /// no longer members. Without a member list nothing is learnt.
@@ -303,7 +309,7 @@ pub fn remember(memory: &mut Memory, observed: &Observed) {
             memory.unplaceable_at.remove(&k);
         } else {
             memory.unhealthy_since.entry(k).or_insert(observed.now);
-            if observed.pods.get(&k).is_some_and(|p| p.unplaceable) {
+            if cannot_run(observed, k) {
                 memory.unplaceable_at.insert(k, observed.now);
             }
         }
@@ -588,7 +594,7 @@ impl<'a> View<'a> {
     /// A member whose pod the scheduler cannot place (a node selector no node matches, say):
     /// its replacement would be placed no better, so it is waited for, not replaced.
     fn unplaceable(&self, m: &Member) -> bool {
-        self.pod(m).is_some_and(|p| p.unplaceable && !p.terminating)
+        m.ordinal.is_some_and(|k| cannot_run(self.observed, k))
     }
 
     /// A member to replace: corrupt, or unhealthy for longer than allowed (and placeable),

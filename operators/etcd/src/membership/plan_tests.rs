@@ -428,6 +428,16 @@ fn member_whose_pod_cannot_be_placed_is_not_replaced_and_then_has_the_whole_dela
     assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
     o.now = t(1060);
     assert_eq!(pass(&d, &o, &mut memory), Step::Replace { id: id(2), ordinal: 2 });
+    // A pod Kubernetes refuses to create (a PriorityClass that does not exist): the same.
+    let mut memory = Memory::default();
+    o.pods.remove(&2);
+    o.refused.insert(2);
+    o.now = t(1100);
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
+    o.now = t(1500);
+    assert_eq!(reason(&pass(&d, &o, &mut memory)), Etcd::MemberUnhealthy);
+    o.refused.clear();
+    o.pods.insert(2, PodState { running: false, ..pod(2, 1500) });
     // Its volume's node gone from the start: a new volume is the cure, after the delay.
     let mut memory = Memory::default();
     o.now = t(2000);

@@ -10,7 +10,7 @@
 //! steps without an etcd side (pod restart, volume deletion, the rest of a replacement)
 //! are done on the processes and directories.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -293,6 +293,7 @@ impl Harness {
             alarms: g.alarms,
             pods,
             claims,
+            refused: BTreeSet::new(),
             statefulset_replicas: self.replicas,
             now: Utc::now(),
         }

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use statecraft_shared::endpoints::ready_pods;
-use statecraft_shared::pods::{PodProblem, pod_problems, unplaceable};
+use statecraft_shared::pods::{PodProblem, ProblemKind, creation_problems, pod_problems, unplaceable};
 use statecraft_shared::{Error, Result};
 
 use super::super::reconcile::check;
@@ -47,6 +47,12 @@ pub async fn observe(ctx: &Context, cluster: &EtcdCluster) -> Result<Observation
         alarms: etcd.alarms,
         pods: kube.pods.clone(),
         claims: kube.claims.clone(),
+        refused: kube
+            .problems
+            .iter()
+            .filter(|p| p.kind == ProblemKind::NotCreated)
+            .filter_map(|p| names.ordinal_of(&p.pod))
+            .collect(),
         statefulset_replicas: kube
             .statefulset
             .as_ref()
@@ -87,13 +93,17 @@ async fn observe_kube(ctx: &Context, names: &Names) -> Result<Kube> {
     let statefulset =
         statefulsets.get_opt(&names.statefulset()).await.map_err(|e| Error::kube("reading the StatefulSet", e))?;
     let served = ready_pods(&rt.client, &rt.namespace, &names.client_service()).await?;
+    // Pods Kubernetes refuses to create come first: they have no status to explain them.
+    let replicas = statefulset.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.replicas).unwrap_or(0);
+    let mut problems = creation_problems(&rt.client, &rt.namespace, &names.statefulset(), replicas, &pod_list).await;
+    problems.extend(pod_problems(&pod_list));
     let mut out = Kube {
         pods: BTreeMap::new(),
         claims: BTreeSet::new(),
         endpoints: BTreeMap::new(),
         pod_ips: BTreeMap::new(),
         statefulset,
-        problems: pod_problems(&pod_list),
+        problems,
         served,
     };
     for claim in &claim_list {

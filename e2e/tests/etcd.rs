@@ -239,6 +239,18 @@ impl EtcdRef {
         Ok(self.api.get(self.name()).await?.status.unwrap_or_default())
     }
 
+    /// The message of the Ready condition once it is False for `reason` (within 3 minutes).
+    async fn not_ready_for(&self, reason: &str) -> Result<String, E2eError> {
+        let message = wait_until(Duration::from_secs(180), &format!("Ready=False for {reason}"), || async {
+            let c = self.api.get(self.name()).await.ok()?;
+            let ready = c.status?.conditions.into_iter().find(|k| k.type_ == "Ready")?;
+            (ready.status == "False" && ready.reason == reason).then_some(ready.message)
+        })
+        .await?;
+        eprintln!("Ready: {message}");
+        Ok(message)
+    }
+
     /// How many times an Event with `reason` was recorded on the cluster.
     async fn events(&self, reason: &str) -> Result<u32, E2eError> {
         events::count(&self.cluster, &self.namespace, self.name(), reason).await
@@ -1707,13 +1719,7 @@ async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_r
     };
     let claims_before = claim_uids(claims.list(&ListParams::default()).await?.items);
     db.patch(json!({"spec": {"podTemplate": {"nodeSelector": {NOWHERE: "true"}}}}))?;
-    let stuck = wait_until(Duration::from_secs(180), "a member's pod reported unschedulable", || async {
-        let c = db.api.get(db.name()).await.ok()?;
-        let ready = c.status?.conditions.into_iter().find(|k| k.type_ == "Ready")?;
-        (ready.status == "False" && ready.reason == "PodUnschedulable").then_some(ready.message)
-    })
-    .await?;
-    eprintln!("Ready: {stuck}");
+    let stuck = db.not_ready_for("PodUnschedulable").await?;
     assert!(stuck.contains("cannot be scheduled") && stuck.contains("node"), "{stuck}");
     assert!(db.events("PodUnschedulable").await? >= 1, "a PodUnschedulable Event");
     // Past the auto-heal delay: still one member down, not replaced, quorum kept.
@@ -1748,13 +1754,7 @@ async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_r
     // Event says why, and the cluster's conditions carry it.
     let missing_class = "statecraft-e2e-missing";
     db.patch(json!({"spec": {"podTemplate": {"priorityClassName": missing_class}}}))?;
-    let refused = wait_until(Duration::from_secs(180), "a member's pod reported not created", || async {
-        let c = db.api.get(db.name()).await.ok()?;
-        let ready = c.status?.conditions.into_iter().find(|k| k.type_ == "Ready")?;
-        (ready.status == "False" && ready.reason == "PodNotCreated").then_some(ready.message)
-    })
-    .await?;
-    eprintln!("Ready: {refused}");
+    let refused = db.not_ready_for("PodNotCreated").await?;
     assert!(refused.contains(&format!("no PriorityClass with name {missing_class}")), "{refused}");
     assert!(db.events("PodNotCreated").await? >= 1, "a PodNotCreated Event");
     assert_eq!(db.members().await?.len(), 3, "etcd still has three members");

@@ -1761,6 +1761,9 @@ async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_r
     db.patch(json!({"spec": {"podTemplate": {"priorityClassName": PRIORITY_CLASS}}}))?;
     db.wait_converged(3, CONVERGE).await?;
     assert_eq!(claim_uids(claims.list(&ListParams::default()).await?.items), claims_before, "no claim replaced");
+    // The class is cluster-wide: leave the user's cluster as it was (a failed run keeps it,
+    // with the namespace, for a look).
+    k8s.kubectl(&["delete", "priorityclass", PRIORITY_CLASS, "--ignore-not-found"])?;
     ev.pass(json!({"node": node}));
     db.ns.pass();
     Ok(())

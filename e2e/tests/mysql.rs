@@ -7,10 +7,12 @@
 //! acknowledged writes lost (must be 0). Each test's doc comment names the capability
 //! criteria it proves (`Criteria:`), for the capability report.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use kube::{Api, ResourceExt};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
@@ -670,12 +672,22 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
 
 /// Criteria: L3.backup (a MySQLBackup streams a dump from a replica to S3, with location,
 /// size, checksum, time and GTID position in status), L3.restore (a MySQLRestore creates a
-/// new cluster with identical data).
+/// new cluster with identical data). Both clusters set `spec.podTemplate`: the backup Job
+/// follows the source's, the restore Job and the new servers the target's.
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let ev = evidence("mysql_backup_to_s3_and_restore_into_a_new_cluster", &["L3.backup", "L3.restore"]).await?;
-    let db = Db::create("mysql-backup", "db", 3, json!({})).await?;
+    // Both clusters are kept on the node by spec.podTemplate, which their Jobs must follow.
+    let node = Api::<Node>::all(Cluster::connect().await?.client)
+        .list(&Default::default())
+        .await?
+        .items
+        .first()
+        .map(|n| n.name_any())
+        .ok_or("the cluster has no node")?;
+    let placed = |team: &str| json!({"nodeSelector": {"kubernetes.io/hostname": node}, "labels": {"team": team}});
+    let db = Db::create("mysql-backup", "db", 3, json!({"podTemplate": placed("payments")})).await?;
     let s3 = S3Server::start_on(&s3_host(&db.cluster)).await?;
     s3.create_bucket("backups")?;
     db.s3_credentials(&s3)?;
@@ -718,10 +730,12 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     assert_eq!(stored.len(), size as u64, "the object in S3 has the recorded size");
 
     // Restore into a new cluster.
+    let mut copy = mariadb_cluster(&db.cluster, "copy", 3)["spec"].clone();
+    copy["podTemplate"] = placed("restored");
     let restore = json!({
         "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLRestore",
         "metadata": {"name": "again"},
-        "spec": {"backupName": "first", "target": {"name": "copy", "spec": mariadb_cluster(&db.cluster, "copy", 3)["spec"]}}
+        "spec": {"backupName": "first", "target": {"name": "copy", "spec": copy}}
     });
     db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&restore.to_string()))?;
     let restores: Api<MySQLRestore> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
@@ -747,6 +761,22 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
         "CHECKSUM TABLE app.w",
     ])?;
     assert!(replica_sums.contains(&source_sums.0.map(|v| v.to_string()).unwrap_or_default()), "{replica_sums}");
+
+    // The backup Job ran under the source's podTemplate, the restore Job under the copy's,
+    // and the copy's servers carry theirs.
+    let jobs = Api::<Job>::namespaced(db.cluster.client.clone(), &db.ns.name).list(&Default::default()).await?.items;
+    let mut teams = BTreeSet::new();
+    for job in &jobs {
+        let template = job.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+        let selector = template.spec.and_then(|s| s.node_selector).unwrap_or_default();
+        assert_eq!(selector.get("kubernetes.io/hostname"), Some(&node), "Job {} is kept on the node", job.name_any());
+        teams.extend(template.metadata.and_then(|m| m.labels).and_then(|l| l.get("team").cloned()));
+    }
+    assert_eq!(teams, BTreeSet::from(["payments".to_string(), "restored".to_string()]), "Jobs: {}", jobs.len());
+    for k in 0..3 {
+        let team = db.kubectl(&["get", "pod", &format!("copy-{k}"), "-o", "jsonpath={.metadata.labels.team}"])?;
+        assert_eq!(team.trim(), "restored", "copy-{k}");
+    }
     ev.pass(json!({"backup_bytes": size}));
     db.ns.pass();
     Ok(())

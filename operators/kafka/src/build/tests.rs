@@ -340,6 +340,31 @@ fn statefulsets_are_the_shared_skeleton_per_pool() {
 }
 
 #[test]
+fn the_pod_template_reaches_each_pool_and_spreads_each_role_on_its_own() {
+    let mut spec = separate();
+    spec.pod_template = serde_json::from_value(serde_json::json!({
+        "nodeSelector": {"disk": "ssd"},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+        "labels": {"team": "events", "app.kubernetes.io/name": "not-kafka"},
+    }))
+    .unwrap();
+    let o = build(spec);
+    for role in [NodeRole::Controller, NodeRole::Broker] {
+        let t = template(&o, role);
+        let labels = t.metadata.unwrap().labels.unwrap();
+        assert_eq!(labels["team"], "events");
+        assert_eq!(labels[NAME_LABEL], "kafka", "the operator's own label wins");
+        let pod = t.spec.unwrap();
+        assert_eq!(pod.node_selector.unwrap()["disk"], "ssd");
+        let spread = &pod.topology_spread_constraints.unwrap()[0];
+        let selected = spread.label_selector.clone().unwrap().match_labels.unwrap();
+        // Counted per role: controllers do not crowd brokers out of a zone.
+        assert_eq!(selected[ROLE_LABEL], if role == NodeRole::Broker { "broker" } else { "controller" });
+        assert_eq!(selected[INSTANCE_LABEL], format!("events-{}", selected[ROLE_LABEL]));
+    }
+}
+
+#[test]
 fn pods_run_kafka_unprivileged_with_the_readiness_gate() {
     let o = build(separate());
     let sts = &pool(&o, NodeRole::Broker).statefulset;

@@ -190,6 +190,9 @@ mod tests {
     use super::*;
     use statecraft_shared::s3::S3CredentialsSecretRef;
 
+    /// A cluster that sets no `spec.podTemplate`.
+    static NO_TEMPLATE: std::sync::LazyLock<PodTemplate> = std::sync::LazyLock::new(PodTemplate::default);
+
     fn params(location: &S3Location) -> JobParams<'_> {
         JobParams {
             name: "nightly-backup",
@@ -208,7 +211,7 @@ mod tests {
             sha256: None,
             binlogs: None,
             deadline_seconds: 21_600,
-            pod_template: Box::leak(Box::default()),
+            pod_template: &NO_TEMPLATE,
         }
     }
 

@@ -1682,7 +1682,7 @@ async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_r
     k8s.kubectl_with_input(&["apply", "-f", "-"], Some(&class.to_string()))?;
     let pull_secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "registry"},
         "type": "kubernetes.io/dockerconfigjson", "stringData": {".dockerconfigjson": "{\"auths\":{}}"}});
-    // The shortest auto-heal delay: a member that cannot be placed must not be replaced
+    // The shortest auto-heal delay: a member whose pod cannot run must not be replaced
     // however long it waits (a new member would be placed no better, and lose its data).
     let template = json!({
         "autoHeal": {"replaceAfterSeconds": 30},

@@ -95,10 +95,10 @@ pub struct Memory {
     /// Since when each member (by ordinal) has been seen unhealthy, without a healthy
     /// observation in between.
     pub unhealthy_since: BTreeMap<u32, DateTime<Utc>>,
-    /// When each unhealthy member's pod was last seen unplaceable: its replacement delay
-    /// counts from then, so a pod placed at last (its template put right) has the whole
-    /// delay to start before its member is replaced.
-    pub unplaceable_at: BTreeMap<u32, DateTime<Utc>>,
+    /// When Kubernetes was last seen unable to run each unhealthy member's pod ([`cannot_run`]):
+    /// its replacement delay counts from then, so a pod placed at last (its template put
+    /// right) has the whole delay to start before its member is replaced.
+    pub cannot_run_at: BTreeMap<u32, DateTime<Utc>>,
 }
 
 /// The one next step. Steps naming a member carry both its etcd id and its ordinal.
@@ -306,16 +306,16 @@ pub fn remember(memory: &mut Memory, observed: &Observed) {
         current.insert(k);
         if member_healthy(observed, m) {
             memory.unhealthy_since.remove(&k);
-            memory.unplaceable_at.remove(&k);
+            memory.cannot_run_at.remove(&k);
         } else {
             memory.unhealthy_since.entry(k).or_insert(observed.now);
             if cannot_run(observed, k) {
-                memory.unplaceable_at.insert(k, observed.now);
+                memory.cannot_run_at.insert(k, observed.now);
             }
         }
     }
     memory.unhealthy_since.retain(|k, _| current.contains(k));
-    memory.unplaceable_at.retain(|k, _| current.contains(k));
+    memory.cannot_run_at.retain(|k, _| current.contains(k));
 }
 
 /// The StatefulSet's replica count: one past the highest member ordinal, so that every
@@ -498,11 +498,11 @@ impl<'a> View<'a> {
         Some((self.observed.now - *since).to_std().unwrap_or(Duration::ZERO))
     }
 
-    /// How long the member has been unhealthy with a pod that could be placed: what the
+    /// How long the member has been unhealthy with a pod Kubernetes could run: what the
     /// replacement delay is measured against.
-    fn placeable_and_unhealthy_for(&self, ordinal: u32) -> Duration {
+    fn runnable_and_unhealthy_for(&self, ordinal: u32) -> Duration {
         let unhealthy = self.unhealthy_for(ordinal).unwrap_or(Duration::ZERO);
-        match self.memory.unplaceable_at.get(&ordinal) {
+        match self.memory.cannot_run_at.get(&ordinal) {
             Some(at) => unhealthy.min((self.observed.now - *at).to_std().unwrap_or(Duration::ZERO)),
             None => unhealthy,
         }
@@ -591,13 +591,15 @@ impl<'a> View<'a> {
         m.is_learner && !m.started() && self.pod(m).is_none_or(|p| !p.running && !p.crash_looping && !p.terminating)
     }
 
-    /// A member whose pod the scheduler cannot place (a node selector no node matches, say):
-    /// its replacement would be placed no better, so it is waited for, not replaced.
-    fn unplaceable(&self, m: &Member) -> bool {
+    /// A member whose pod Kubernetes cannot run ([`cannot_run`]: a node selector no node
+    /// matches, a PriorityClass that does not exist): its replacement would fare no better,
+    /// so it is waited for, not replaced.
+    fn cannot_run(&self, m: &Member) -> bool {
         m.ordinal.is_some_and(|k| cannot_run(self.observed, k))
     }
 
-    /// A member to replace: corrupt, or unhealthy for longer than allowed (and placeable),
+    /// A member to replace: corrupt, or unhealthy for longer than allowed (with a pod
+    /// Kubernetes can run),
     /// and only while the others keep quorum. A corrupt leader hands leadership over first.
     fn replace(&self) -> Option<Step> {
         let after = self.desired.replace_after?;
@@ -608,9 +610,9 @@ impl<'a> View<'a> {
                 let corrupt = self.alarmed(m, Alarm::Corrupt);
                 let unhealthy = self.unhealthy_for(k).unwrap_or(Duration::ZERO);
                 let due = !self.healthy(m)
-                    && self.placeable_and_unhealthy_for(k) >= after
+                    && self.runnable_and_unhealthy_for(k) >= after
                     && !self.still_starting(m)
-                    && !self.unplaceable(m);
+                    && !self.cannot_run(m);
                 (corrupt || due).then_some((corrupt, unhealthy, k, m))
             })
             .collect();
@@ -749,7 +751,7 @@ impl<'a> View<'a> {
                 let since = self.unhealthy_for(k).unwrap_or(Duration::ZERO).as_secs();
                 let next = match self.desired.replace_after {
                     None => "automatic replacement is off".into(),
-                    Some(_) if self.unplaceable(m) => "not replaced while its pod cannot be placed".into(),
+                    Some(_) if self.cannot_run(m) => "not replaced while Kubernetes cannot run its pod".into(),
                     Some(after) => format!("replaced after {} s if quorum allows", after.as_secs()),
                 };
                 return wait(Etcd::MemberUnhealthy, format!("member {k} unhealthy for {since} s; {next}"));

@@ -417,7 +417,7 @@ fn member_whose_pod_cannot_be_placed_is_not_replaced_and_then_has_the_whole_dela
     o.now = t(1000);
     let step = pass(&d, &o, &mut memory);
     assert_eq!(reason(&step), Etcd::MemberUnhealthy);
-    assert!(step.message().contains("cannot be placed"), "{}", step.message());
+    assert!(step.message().contains("cannot run its pod"), "{}", step.message());
     // Membership is settled: a fixed pod template may roll, restarting the stuck pod.
     assert!(rolls(&step, &o));
     // Placed at last: the new pod has the whole delay to start before a replacement.

@@ -3,8 +3,8 @@
 //! after a step, it observes the member pods and claims (Kubernetes) and the members (etcd)
 //! ([`observe`]), asks the pure planner for the one next step ([`plan::plan`]), carries it
 //! out, keeps the StatefulSet and the membership ConfigMap in line with the member list and
-//! rolls new pod revisions (shared upgrade engine) when membership is settled ([`plan::rolls`], [`act`]), and
-//! writes the status ([`report`]). It is the only writer of those objects and of the status
+//! rolls new pod revisions (shared upgrade engine) when membership is settled
+//! ([`plan::rolls`], [`act`]), and writes the status ([`report`]). It is the only writer of those objects and of the status
 //! of a valid cluster, so they never race.
 
 mod act;

@@ -95,6 +95,17 @@ impl Cluster {
         })
     }
 
+    /// The name of one of the cluster's nodes (the local cluster has one), for tests that
+    /// keep pods on a node with a node selector.
+    pub async fn a_node(&self) -> Result<String> {
+        let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(self.client.clone());
+        let list = nodes.list(&Default::default()).await?;
+        list.items
+            .first()
+            .and_then(|n| n.metadata.name.clone())
+            .ok_or_else(|| E2eError::Other("the cluster has no node".into()))
+    }
+
     /// Runs `kubectl` with `args` against this cluster and returns its standard output.
     pub fn kubectl(&self, args: &[&str]) -> Result<String> {
         self.kubectl_with_input(args, None)

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use etcd_client::{
     Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Txn, TxnOp,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -1670,13 +1670,7 @@ async fn etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_r
     let ev =
         evidence("etcd_members_follow_the_pod_template_and_an_unplaceable_one_stops_the_roll", &["L4.events"]).await?;
     let k8s = Cluster::connect().await?;
-    let node = Api::<Node>::all(k8s.client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-        .first()
-        .map(|n| n.name_any())
-        .ok_or("the cluster has no node")?;
+    let node = k8s.a_node().await?;
     let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
         "metadata": {"name": PRIORITY_CLASS}, "value": 1000, "description": "statecraft e2e: databases"});
     k8s.kubectl_with_input(&["apply", "-f", "-"], Some(&class.to_string()))?;

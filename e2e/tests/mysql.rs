@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Secret, Service};
+use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::{Api, ResourceExt};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
@@ -679,13 +679,7 @@ async fn mysql_invalid_specs_are_refused_with_the_field_named() -> TestResult {
 async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     let ev = evidence("mysql_backup_to_s3_and_restore_into_a_new_cluster", &["L3.backup", "L3.restore"]).await?;
     // Both clusters are kept on the node by spec.podTemplate, which their Jobs must follow.
-    let node = Api::<Node>::all(Cluster::connect().await?.client)
-        .list(&Default::default())
-        .await?
-        .items
-        .first()
-        .map(|n| n.name_any())
-        .ok_or("the cluster has no node")?;
+    let node = Cluster::connect().await?.a_node().await?;
     let placed = |team: &str| json!({"nodeSelector": {"kubernetes.io/hostname": node}, "labels": {"team": team}});
     let db = Db::create("mysql-backup", "db", 3, json!({"podTemplate": placed("payments")})).await?;
     let s3 = S3Server::start_on(&s3_host(&db.cluster)).await?;

@@ -11,7 +11,10 @@
 #   the code users install it with;
 # - statecraft-olm-validate (e2e/olm-validate): OLM bundles checked with the Operator
 #   Framework's own bundle loader and validators, a small CLI over
-#   github.com/operator-framework/api.
+#   github.com/operator-framework/api;
+# - mysqld_exporter (deploy/images/mysqld-exporter): the Prometheus project's MySQL
+#   exporter, the MySQL clusters' metrics sidecar; its image packs this binary, and the
+#   MySQL operator's tests scrape it against real MariaDB servers.
 source "$(dirname "$0")/lib.sh"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 shopt -s nullglob
@@ -39,3 +42,7 @@ go_tool promtool e2e/promtool github.com/prometheus/prometheus/cmd/promtool -tag
 helm_version="$(cd "$ROOT/e2e/helm" && go list -m -f '{{.Version}}' helm.sh/helm/v4)"
 LDFLAGS="-X helm.sh/helm/v4/internal/version.version=$helm_version" go_tool helm e2e/helm helm.sh/helm/v4/cmd/helm
 go_tool statecraft-olm-validate e2e/olm-validate .
+# The exporter's release build stamps its version in (the image's tag is checked against it).
+exporter_version="$(cd "$ROOT/deploy/images/mysqld-exporter" && go list -m -f '{{.Version}}' github.com/prometheus/mysqld_exporter)"
+LDFLAGS="-X github.com/prometheus/common/version.Version=${exporter_version#v}" \
+  go_tool mysqld_exporter deploy/images/mysqld-exporter github.com/prometheus/mysqld_exporter

@@ -5,8 +5,8 @@
 # recipe is deploy/images/<id>/recipe.sh (see deploy/images/README.md).
 #
 #   scripts/build-images.sh               build every image
-#   scripts/build-images.sh mariadb tools build some (ids: pause mariadb etcd kafka kafka-previous
-#                                         coredns tools statecraft-mysql statecraft-etcd
+#   scripts/build-images.sh mariadb tools build some (ids: pause mariadb mysqld-exporter etcd kafka
+#                                         kafka-previous coredns tools statecraft-mysql statecraft-etcd
 #                                         statecraft-kafka statecraft-echo)
 #
 # Root filesystems: Debian images start from one `debootstrap --variant=minbase bookworm`

@@ -113,6 +113,10 @@ run "$MARIADB_IMAGE" mariadb-start sh -ec '
   cat /tmp/err.log; exit 1'
 ok "mariadb"
 
+log "mysqld-exporter"
+run "$MYSQLD_EXPORTER_IMAGE" mysqld-exporter-v /bin/mysqld_exporter --version
+ok "mysqld-exporter"
+
 log "etcd"
 run "$ETCD_IMAGE" etcd-v /usr/local/bin/etcd --version
 run "$ETCD_IMAGE" etcdctl-v etcdctl version

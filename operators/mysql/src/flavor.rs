@@ -201,6 +201,10 @@ pub trait FlavorSql: Send + Sync {
     fn revoke_read_only_bypass(&self, _account: &str) -> Option<String> {
         None
     }
+
+    /// The global privileges that let an account read the server's status, the process
+    /// list, InnoDB's status, and the replication and binary log status, and nothing else.
+    fn monitor_privileges(&self) -> &'static str;
 }
 
 /// The account the operator uses (all privileges, from any host).
@@ -211,6 +215,15 @@ pub const REPLICATION_USER: &str = "repl";
 pub const ROOT_USER: &str = "root";
 /// The account backup Jobs dump with: reads everything, writes nothing.
 pub const BACKUP_USER: &str = "backup";
+/// The account of the metrics sidecar (mysqld_exporter): reads status, no data.
+pub const EXPORTER_USER: &str = "exporter";
+/// Where the metrics sidecar connects from: the server's own pod, over TCP to 127.0.0.1
+/// (the servers run with `skip_name_resolve`, so `localhost` would match only the socket).
+pub const EXPORTER_HOST: &str = "127.0.0.1";
+/// Connections the exporter's account may hold at once: a scrape uses one, a slow scrape
+/// overlapping the next a second; more means something is wrong, and a cap keeps a
+/// misbehaving scraper from taking the server's connections.
+pub const EXPORTER_MAX_CONNECTIONS: u32 = 3;
 
 /// Passwords of the accounts every server has. `Debug` is redacted.
 #[derive(Clone, PartialEq, Eq)]
@@ -223,6 +236,8 @@ pub struct AccountPasswords<'a> {
     pub root: &'a str,
     /// [`BACKUP_USER`].
     pub backup: &'a str,
+    /// [`EXPORTER_USER`], created only when the cluster runs the metrics sidecar.
+    pub exporter: Option<&'a str>,
 }
 
 impl fmt::Debug for AccountPasswords<'_> {
@@ -260,6 +275,22 @@ pub fn accounts_init_sql(flavor: &dyn FlavorSql, p: &AccountPasswords<'_>) -> Se
         if let Some(revoke) = flavor.revoke_read_only_bypass(&u).filter(|_| !bypass) {
             lines.push(format!("{revoke};"));
         }
+    }
+    // Status only: the exporter's collectors read global status and variables, the
+    // process list, InnoDB's metrics and status, replication and binary log status, and
+    // performance_schema; none of them needs to read a table of data. A sidecar turned off
+    // takes its account with it.
+    let u = format!("{}@{}", quote(EXPORTER_USER), quote(EXPORTER_HOST));
+    if let Some(password) = p.exporter {
+        lines.push(format!("CREATE USER IF NOT EXISTS {u} IDENTIFIED BY {};", quote(password)));
+        lines.push(format!(
+            "ALTER USER {u} IDENTIFIED BY {} WITH MAX_USER_CONNECTIONS {EXPORTER_MAX_CONNECTIONS};",
+            quote(password)
+        ));
+        lines.push(format!("GRANT {} ON *.* TO {u};", flavor.monitor_privileges()));
+        lines.push(format!("GRANT SELECT ON performance_schema.* TO {u};"));
+    } else {
+        lines.push(format!("DROP USER IF EXISTS {u};"));
     }
     lines.push("FLUSH PRIVILEGES;".into());
     SecretSql(lines.join("\n") + "\n")
@@ -377,6 +408,11 @@ impl FlavorSql for MariaDb {
     }
     fn show_replica_status(&self) -> &'static str {
         "SHOW SLAVE STATUS"
+    }
+    fn monitor_privileges(&self) -> &'static str {
+        // Since 10.5 REPLICATION CLIENT is only BINLOG MONITOR, and SHOW SLAVE STATUS
+        // needs SLAVE MONITOR.
+        "PROCESS, BINLOG MONITOR, SLAVE MONITOR"
     }
     fn replica_status_columns(&self) -> ReplicaStatusColumns {
         ReplicaStatusColumns {
@@ -496,6 +532,9 @@ impl FlavorSql for MySql {
     }
     fn show_replica_status(&self) -> &'static str {
         "SHOW REPLICA STATUS"
+    }
+    fn monitor_privileges(&self) -> &'static str {
+        "PROCESS, REPLICATION CLIENT"
     }
     fn replica_status_columns(&self) -> ReplicaStatusColumns {
         ReplicaStatusColumns {
@@ -648,7 +687,7 @@ mod tests {
 
     #[test]
     fn accounts_are_created_idempotently_and_redacted() {
-        let p = AccountPasswords { operator: "op", replication: "pw'x", root: "rt", backup: "bk" };
+        let p = AccountPasswords { operator: "op", replication: "pw'x", root: "rt", backup: "bk", exporter: None };
         let maria = accounts_init_sql(sql(Flavor::Mariadb), &p);
         let lines: Vec<&str> = maria.expose().lines().collect();
         assert_eq!(lines[0], "SET SESSION sql_log_bin = 0;", "nothing reaches the binary log");
@@ -666,6 +705,38 @@ mod tests {
         assert!(!format!("{maria:?} {maria} {p:?}").contains("pw"));
         let mysql = accounts_init_sql(sql(Flavor::Mysql), &p);
         assert!(!mysql.expose().contains("READ_ONLY ADMIN"), "super_read_only stops every account");
+        let exporter: Vec<&str> = lines.iter().copied().filter(|l| l.contains("'exporter'")).collect();
+        assert_eq!(
+            exporter,
+            ["DROP USER IF EXISTS 'exporter'@'127.0.0.1';"],
+            "no exporter account unless the sidecar runs"
+        );
+    }
+
+    #[test]
+    fn the_exporter_account_reads_status_from_its_own_pod_only() {
+        let p =
+            AccountPasswords { operator: "op", replication: "rp", root: "rt", backup: "bk", exporter: Some("ex'p") };
+        for (flavor, privileges) in [
+            (Flavor::Mariadb, "PROCESS, BINLOG MONITOR, SLAVE MONITOR"),
+            (Flavor::Mysql, "PROCESS, REPLICATION CLIENT"),
+        ] {
+            let init = accounts_init_sql(sql(flavor), &p);
+            let lines: Vec<&str> = init.expose().lines().collect();
+            let exporter: Vec<&str> = lines.iter().copied().filter(|l| l.contains("'exporter'")).collect();
+            assert_eq!(
+                exporter,
+                [
+                    "CREATE USER IF NOT EXISTS 'exporter'@'127.0.0.1' IDENTIFIED BY 'ex''p';",
+                    "ALTER USER 'exporter'@'127.0.0.1' IDENTIFIED BY 'ex''p' WITH MAX_USER_CONNECTIONS 3;",
+                    &format!("GRANT {privileges} ON *.* TO 'exporter'@'127.0.0.1';"),
+                    "GRANT SELECT ON performance_schema.* TO 'exporter'@'127.0.0.1';",
+                ],
+                "{flavor:?}"
+            );
+            assert_eq!(lines.last(), Some(&"FLUSH PRIVILEGES;"));
+            assert_eq!(lines[0], "SET SESSION sql_log_bin = 0;");
+        }
     }
 
     #[test]

@@ -13,6 +13,18 @@ const MYSQL_REPOSITORY: &str = "docker.io/library/mysql";
 /// The repository of the official MariaDB image.
 const MARIADB_REPOSITORY: &str = "docker.io/library/mariadb";
 
+/// The repository of the Prometheus project's mysqld_exporter image.
+const EXPORTER_REPOSITORY: &str = "docker.io/prom/mysqld-exporter";
+/// The mysqld_exporter release the sidecar's flags and grants are written for (and that
+/// `deploy/images/mysqld-exporter/go.mod` pins).
+pub const EXPORTER_VERSION: &str = "v0.16.0";
+
+/// The metrics sidecar's image: `MYSQLD_EXPORTER_IMAGE` of images.env (as built here), or
+/// the official one of [`EXPORTER_VERSION`].
+pub fn default_exporter_image() -> String {
+    operand_image("MYSQLD_EXPORTER_IMAGE", EXPORTER_REPOSITORY, EXPORTER_VERSION)
+}
+
 /// The image of `flavor` at `version`: for MariaDB, `MARIADB_IMAGE` of images.env when its
 /// tag is the version's series (as built here), else the same repository tagged with the
 /// version; for MySQL, the official image tagged with the version.
@@ -37,6 +49,17 @@ mod tests {
         assert_eq!(default_image(Flavor::Mariadb, &v), "docker.io/library/mariadb:10.11");
         let v = Version::parse("11.4.2").unwrap();
         assert_eq!(default_image(Flavor::Mariadb, &v), "docker.io/library/mariadb:11.4.2");
+    }
+
+    #[test]
+    fn exporter_default_is_the_image_built_here_of_the_pinned_release() {
+        assert_eq!(default_exporter_image(), images_env("MYSQLD_EXPORTER_IMAGE").unwrap());
+        assert_eq!(default_exporter_image(), format!("{EXPORTER_REPOSITORY}:{EXPORTER_VERSION}"));
+        let go_mod = include_str!("../../../deploy/images/mysqld-exporter/go.mod");
+        assert!(
+            go_mod.contains(&format!("github.com/prometheus/mysqld_exporter {EXPORTER_VERSION}")),
+            "deploy/images/mysqld-exporter/go.mod pins another release than {EXPORTER_VERSION}"
+        );
     }
 
     #[test]

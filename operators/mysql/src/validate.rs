@@ -16,7 +16,7 @@ use crate::api::cluster::{
 };
 use crate::api::{AutoScaling, Flavor, MySQLClusterSpec, MySQLRestoreSpec, ScalingMetric};
 use crate::build::MAX_CLUSTER_NAME;
-use crate::image::default_image;
+use crate::image::{default_exporter_image, default_image};
 
 /// Release series the operator supports, per flavor.
 pub fn supported_series(flavor: Flavor) -> &'static [(u32, u32)] {
@@ -53,6 +53,9 @@ pub struct ValidSpec {
     pub server_config: BTreeMap<String, String>,
     /// Semi-sync timeout in milliseconds, as the servers take it.
     pub semi_sync_timeout_ms: u64,
+    /// The metrics sidecar's image, when `spec.exporter` is enabled: the override or the
+    /// default.
+    pub exporter_image: Option<String>,
 }
 
 /// Checks what the schema cannot. Pure.
@@ -83,6 +86,8 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
         }
         None => default_image(spec.flavor, &version),
     };
+    let exporter_image =
+        spec.exporter.enabled.then(|| spec.exporter.image.clone().unwrap_or_else(default_exporter_image));
 
     if !matches!(spec.replicas, 1 | 3 | 5) {
         return Err(Error::invalid_spec("spec.replicas", format!("must be 1, 3 or 5, not {}", spec.replicas)));
@@ -147,7 +152,14 @@ pub fn validate(spec: &MySQLClusterSpec) -> Result<ValidSpec> {
         backup.validate("spec.backup")?;
     }
 
-    Ok(ValidSpec { spec: spec.clone(), version, image, server_config, semi_sync_timeout_ms: timeout as u64 * 1000 })
+    Ok(ValidSpec {
+        spec: spec.clone(),
+        version,
+        image,
+        server_config,
+        semi_sync_timeout_ms: timeout as u64 * 1000,
+        exporter_image,
+    })
 }
 
 /// The checks of `spec.autoScaling` that the schema's CEL rules also make, for specs that
@@ -306,6 +318,7 @@ pub(crate) mod tests {
             upgrade_strategy: UpgradeStrategy::default(),
             auto_heal: AutoHeal::default(),
             auto_scaling: None,
+            exporter: Default::default(),
         }
     }
 

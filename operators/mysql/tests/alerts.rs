@@ -9,21 +9,33 @@
 //!
 //! The checks are the shared ones ([`statecraft_shared::testing::monitoring`]); this file
 //! names the files and feeds the real registries (the shared RED metrics and the servers'
-//! metrics) with one observation so that every vector has series. No network.
+//! metrics) with one observation so that every vector has series, and adds what the real
+//! mysqld_exporter (the `spec.exporter` sidecar) serves for a real MariaDB primary and
+//! replica, with the labels the servers' PodMonitor adds.
+
+mod support;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use statecraft_mysql::api::Flavor;
+use statecraft_mysql::build::{APP_NAME, INSTANCE_LABEL, NAME_LABEL, Names, exporter};
+use statecraft_mysql::clustering::dataplane::{DataPlane, Endpoint};
 use statecraft_mysql::clustering::decide::{Operation, Role, decide};
 use statecraft_mysql::clustering::gtid::GtidSet;
 use statecraft_mysql::clustering::observed::{Member, Observed, PodState, Replication, Server, ServerState};
 use statecraft_mysql::controller::metrics::ServerMetrics;
 use statecraft_mysql::insight::{Abnormality, Kind};
+use statecraft_shared::exposition::Series;
 use statecraft_shared::metrics::Metrics;
 use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
 use statecraft_shared::testing::promtool;
 
 const OPERATOR: &str = "the operator";
+const SERVERS: &str = "the servers' mysqld_exporter";
+/// Labels the servers' PodMonitor adds to the exporter's series (checked against the file).
+const SERVER_LABELS: [&str; 2] = ["cluster", "member"];
+const MONITORS: &str = "deploy/mysql/podmonitor.yaml";
 const RULES: Rules = Rules {
     path: "deploy/mysql/prometheus-rules.yaml",
     name: "statecraft-mysql",
@@ -42,6 +54,29 @@ const CLOSED_LABELS: [&str; 3] = ["phase", "operation", "result"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// What the real mysqld_exporter serves, with the sidecar's arguments, for a real MariaDB
+/// primary and a replica of it (the replica adds the replication series). Scraped once per
+/// test binary.
+fn exporter_series() -> &'static [Series] {
+    static SERIES: OnceLock<Vec<Series>> = OnceLock::new();
+    SERIES.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let primary = support::start_server(0).await;
+            let replica = support::start_server(1).await;
+            let p = support::passwords();
+            let dp =
+                DataPlane::new(statecraft_mysql::flavor::sql(Flavor::Mariadb), p.operator.into(), p.replication.into());
+            let at = |port| Endpoint { host: "127.0.0.1".into(), port };
+            dp.make_writable(&at(primary.port), false, 0).await.expect("primary writable");
+            dp.configure_replica(&at(replica.port), ("127.0.0.1", primary.port)).await.expect("replica configured");
+            let mut series = support::exporter::Exporter::start(&primary).await.scrape().await;
+            series.extend(support::exporter::Exporter::start(&replica).await.scrape().await);
+            series
+        })
+    })
 }
 
 fn server(executed: &str, read_only: bool, semi_sync_source: bool, replication: Option<Replication>) -> ServerState {
@@ -135,6 +170,10 @@ fn registered() -> Catalogue {
 
     let mut catalogue = Catalogue::new(&CLOSED_LABELS);
     catalogue.add_metrics(OPERATOR, &metrics);
+    catalogue.scrape_adds(SERVERS, &SERVER_LABELS);
+    for series in exporter_series() {
+        catalogue.add_series(SERVERS, &series.name, series.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
     catalogue
 }
 
@@ -201,4 +240,41 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
     ] {
         assert!(!registered.check_label_values("v", bad, metric).is_empty(), "{bad}");
     }
+}
+
+#[test]
+fn the_pod_monitors_scrape_the_operator_and_the_servers_exporters() {
+    let text = std::fs::read_to_string(root().join(MONITORS)).expect("reading the PodMonitors");
+    let docs: Vec<serde_norway::Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("valid YAML"))
+        .collect();
+    let by_app = |app: &str| {
+        docs.iter()
+            .find(|d| {
+                d["kind"] == "PodMonitor" && d["spec"]["selector"]["matchLabels"][NAME_LABEL].as_str() == Some(app)
+            })
+            .unwrap_or_else(|| panic!("{MONITORS}: no PodMonitor selects {NAME_LABEL}={app}"))
+    };
+    for app in ["statecraft-mysql", APP_NAME] {
+        let endpoint = &by_app(app)["spec"]["podMetricsEndpoints"][0];
+        assert_eq!(endpoint["port"], "metrics", "{app}");
+        assert_eq!(endpoint["path"], "/metrics", "{app}");
+    }
+    assert_eq!(exporter::PORT_NAME, "metrics", "the sidecar's port is the one the monitor scrapes");
+    let relabelings =
+        by_app(APP_NAME)["spec"]["podMetricsEndpoints"][0]["relabelings"].as_sequence().cloned().unwrap_or_default();
+    let source_of = |target: &str| {
+        relabelings
+            .iter()
+            .find(|r| r["targetLabel"] == target)
+            .and_then(|r| r["sourceLabels"][0].as_str().map(str::to_string))
+    };
+    let pod_label = |label: &str| {
+        format!("__meta_kubernetes_pod_label_{}", label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))
+    };
+    assert_eq!(source_of("cluster"), Some(pod_label(INSTANCE_LABEL)));
+    assert_eq!(source_of("member"), Some("__meta_kubernetes_pod_name".to_string()));
+    assert_eq!(SERVER_LABELS, ["cluster", "member"]);
+    let selector = Names::new("main", "prod").selector_labels();
+    assert_eq!(selector.get(NAME_LABEL).map(String::as_str), Some(APP_NAME));
 }

@@ -166,6 +166,43 @@ pub struct MySQLClusterSpec {
     /// always `spec.replicas`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_scaling: Option<AutoScaling>,
+
+    /// The server's own metrics (queries, connections, InnoDB, replication) for Prometheus,
+    /// from the Prometheus project's mysqld_exporter in a sidecar of every server, on port
+    /// 9104 named `metrics`. Off unless enabled; turning it on or off replaces the servers
+    /// one at a time, as an upgrade does.
+    #[serde(default, skip_serializing_if = "Exporter::is_off")]
+    pub exporter: Exporter,
+}
+
+/// The metrics sidecar of every server.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Exporter {
+    /// Run mysqld_exporter beside every server. It logs in over 127.0.0.1 as the account
+    /// `exporter`, which may only read status (PROCESS, replication and binary log
+    /// monitoring, performance_schema) and holds at most 3 connections; the password is
+    /// generated into the cluster's Secret.
+    #[serde(default)]
+    pub enabled: bool,
+
+    /// Container image to run instead of the default (mysqld_exporter v0.16.0). It must take
+    /// that version's flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512), pattern(r"^\S+$"))]
+    pub image: Option<String>,
+
+    /// CPU and memory requests and limits of the exporter container. Default: requests of
+    /// 10m CPU and 32Mi memory, a memory limit of 128Mi.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+}
+
+impl Exporter {
+    /// Whether the exporter is off and nothing about it is set (then it is not serialised).
+    pub fn is_off(&self) -> bool {
+        *self == Exporter::default()
+    }
 }
 
 /// Bounds, metric and thresholds of read-replica auto-scaling.

@@ -6,8 +6,9 @@ pub mod restore;
 
 pub use backup::{BinlogArchiveStatus, MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
 pub use cluster::{
-    AutoHeal, AutoScaling, AutoScalingStatus, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec, MySQLClusterStatus,
-    Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, UpgradeStrategy, UpgradeStrategyType,
+    AutoHeal, AutoScaling, AutoScalingStatus, Exporter, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec,
+    MySQLClusterStatus, Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, UpgradeStrategy,
+    UpgradeStrategyType,
 };
 pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreTarget};
 pub use statecraft_shared::backup::{BackupLocation, BackupPolicy, Retention};

@@ -3,6 +3,7 @@
 //! which adds the managed-by and instance labels and the owner reference.
 
 pub mod config;
+pub mod exporter;
 pub mod jobs;
 pub mod pdb;
 pub mod secret;

@@ -2,7 +2,6 @@
 //! and never regenerates it (the servers hold the passwords). Passwords are never printed:
 //! [`Passwords`] redacts its `Debug`, and nothing here logs.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::ByteString;
@@ -25,6 +24,8 @@ pub const OPERATOR_KEY: &str = "operator-password";
 pub const REPLICATION_KEY: &str = "replication-password";
 /// Secret key of the backup account.
 pub const BACKUP_KEY: &str = "backup-password";
+/// Secret key of the metrics exporter's account.
+pub const EXPORTER_KEY: &str = "exporter-password";
 
 /// The accounts' passwords. `Debug` shows only the key names.
 #[derive(Clone, PartialEq, Eq)]
@@ -37,6 +38,9 @@ pub struct Passwords {
     pub replication: String,
     /// The backup account.
     pub backup: String,
+    /// The metrics exporter's account. `None` in a Secret an operator before the exporter
+    /// wrote: no server holds it yet, so the controller may add it ([`Passwords::complete`]).
+    pub exporter: Option<String>,
 }
 
 impl fmt::Debug for Passwords {
@@ -46,6 +50,7 @@ impl fmt::Debug for Passwords {
             .field("operator", &"<redacted>")
             .field("replication", &"<redacted>")
             .field("backup", &"<redacted>")
+            .field("exporter", &self.exporter.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -65,11 +70,19 @@ impl Passwords {
             operator: generate_password(rng),
             replication: generate_password(rng),
             backup: generate_password(rng),
+            exporter: Some(generate_password(rng)),
         }
     }
 
-    /// Reads the passwords back from the cluster's Secret; `None` when a key is missing or
-    /// not UTF-8.
+    /// Generates the passwords of accounts added since the Secret was written (today the
+    /// exporter's), leaving those the servers hold alone.
+    pub fn complete(mut self, rng: &mut impl Rng) -> Self {
+        self.exporter.get_or_insert_with(|| generate_password(rng));
+        self
+    }
+
+    /// Reads the passwords back from the cluster's Secret; `None` when a key every server
+    /// holds is missing or not UTF-8.
     pub fn from_secret(secret: &Secret) -> Option<Self> {
         let data = secret.data.as_ref()?;
         let get = |k: &str| data.get(k).and_then(|v| String::from_utf8(v.0.clone()).ok());
@@ -78,18 +91,23 @@ impl Passwords {
             operator: get(OPERATOR_KEY)?,
             replication: get(REPLICATION_KEY)?,
             backup: get(BACKUP_KEY)?,
+            exporter: get(EXPORTER_KEY),
         })
     }
 }
 
 /// The Secret holding `passwords`.
 pub fn secret(names: &Names, passwords: &Passwords) -> Secret {
-    let data = BTreeMap::from([
-        (ROOT_KEY.to_string(), ByteString(passwords.root.as_bytes().to_vec())),
-        (OPERATOR_KEY.to_string(), ByteString(passwords.operator.as_bytes().to_vec())),
-        (REPLICATION_KEY.to_string(), ByteString(passwords.replication.as_bytes().to_vec())),
-        (BACKUP_KEY.to_string(), ByteString(passwords.backup.as_bytes().to_vec())),
-    ]);
+    let data = [
+        (ROOT_KEY, Some(&passwords.root)),
+        (OPERATOR_KEY, Some(&passwords.operator)),
+        (REPLICATION_KEY, Some(&passwords.replication)),
+        (BACKUP_KEY, Some(&passwords.backup)),
+        (EXPORTER_KEY, passwords.exporter.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(key, password)| Some((key.to_string(), ByteString(password?.as_bytes().to_vec()))))
+    .collect();
     Secret {
         metadata: names.set().meta(names.secret()),
         type_: Some("Opaque".into()),
@@ -121,7 +139,8 @@ mod tests {
         let c = Passwords::generate(&mut StdRng::seed_from_u64(2));
         assert_eq!(a, b);
         assert_ne!(a, c);
-        let all = [&a.root, &a.operator, &a.replication, &a.backup];
+        let exporter = a.exporter.clone().unwrap();
+        let all = [&a.root, &a.operator, &a.replication, &a.backup, &exporter];
         for (i, x) in all.iter().enumerate() {
             for y in &all[i + 1..] {
                 assert_ne!(x, y);
@@ -143,7 +162,7 @@ mod tests {
     fn debug_redacts_passwords() {
         let p = Passwords::generate(&mut StdRng::seed_from_u64(1));
         let shown = format!("{p:?} {p:#?}");
-        for secret in [&p.root, &p.operator, &p.replication, &p.backup] {
+        for secret in [&p.root, &p.operator, &p.replication, &p.backup, p.exporter.as_ref().unwrap()] {
             assert!(!shown.contains(secret.as_str()), "{shown}");
         }
         assert!(shown.contains("<redacted>"));
@@ -155,8 +174,27 @@ mod tests {
         let s = secret(&Names::new("db", "ns"), &p);
         assert_eq!(s.metadata.name.as_deref(), Some("db-passwords"));
         let keys: Vec<_> = s.data.as_ref().unwrap().keys().cloned().collect();
-        assert_eq!(keys, [BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY]);
+        assert_eq!(keys, [BACKUP_KEY, EXPORTER_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY]);
         assert_eq!(Passwords::from_secret(&s), Some(p));
         assert_eq!(Passwords::from_secret(&Secret::default()), None);
+    }
+
+    /// A Secret written before the exporter existed is read, and only the exporter's
+    /// password is added: the others are what the servers hold.
+    #[test]
+    fn an_older_secret_gains_the_exporter_password_and_keeps_the_rest() {
+        let p = Passwords::generate(&mut StdRng::seed_from_u64(1));
+        let mut older = secret(&Names::new("db", "ns"), &p);
+        older.data.as_mut().unwrap().remove(EXPORTER_KEY);
+        let read = Passwords::from_secret(&older).unwrap();
+        assert_eq!(read.exporter, None);
+        let completed = read.clone().complete(&mut StdRng::seed_from_u64(9));
+        assert_eq!((&completed.root, &completed.operator, &completed.backup), (&p.root, &p.operator, &p.backup));
+        assert_eq!(completed.replication, p.replication);
+        let added = completed.exporter.clone().unwrap();
+        assert_eq!(added.len(), PASSWORD_LENGTH);
+        // Completing again keeps it.
+        assert_eq!(completed.clone().complete(&mut StdRng::seed_from_u64(10)).exporter, Some(added));
+        assert_eq!(format!("{read:?}").matches("<redacted>").count(), 4);
     }
 }

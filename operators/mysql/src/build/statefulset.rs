@@ -9,11 +9,12 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::config::{
-    ALIVE_SH, BACKUP_PASSWORD_ENV, CONFIG_DIR, DATA_MOUNT, HANDOVER_SH, OPERATOR_PASSWORD_ENV, READ_WRITE_SERVICE_ENV,
-    READY_SH, REPLICATION_PASSWORD_ENV, ROOT_PASSWORD_ENV, RUN_DIR, START_SH, config_path, my_cnf,
+    ALIVE_SH, BACKUP_PASSWORD_ENV, CONFIG_DIR, DATA_MOUNT, EXPORTER_PASSWORD_ENV, HANDOVER_SH, OPERATOR_PASSWORD_ENV,
+    READ_WRITE_SERVICE_ENV, READY_SH, REPLICATION_PASSWORD_ENV, ROOT_PASSWORD_ENV, RUN_DIR, START_SH, config_path,
+    my_cnf,
 };
-use super::secret::{BACKUP_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
-use super::{MYSQL_PORT, Names, content_hash};
+use super::secret::{BACKUP_KEY, EXPORTER_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
+use super::{MYSQL_PORT, Names, content_hash, exporter};
 use crate::validate::ValidSpec;
 use statecraft_shared::deploy::{field_env, restricted_container, secret_env, spread_over_nodes};
 use statecraft_shared::statefulset as set;
@@ -49,29 +50,26 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
     let spec = &valid.spec;
     let annotations = BTreeMap::from([(CONFIG_HASH_ANNOTATION.to_string(), content_hash(&my_cnf(valid)))]);
 
+    let mut env = vec![
+        field_env("POD_NAME", "metadata.name"),
+        field_env("POD_NAMESPACE", "metadata.namespace"),
+        EnvVar { name: "HEADLESS_SERVICE".into(), value: Some(names.set().headless_service()), ..Default::default() },
+        EnvVar { name: READ_WRITE_SERVICE_ENV.into(), value: Some(names.read_write_service()), ..Default::default() },
+        secret_env(OPERATOR_PASSWORD_ENV, &names.secret(), OPERATOR_KEY),
+        secret_env(REPLICATION_PASSWORD_ENV, &names.secret(), REPLICATION_KEY),
+        secret_env(ROOT_PASSWORD_ENV, &names.secret(), ROOT_KEY),
+        secret_env(BACKUP_PASSWORD_ENV, &names.secret(), BACKUP_KEY),
+    ];
+    // The init file creates the exporter's account only while the sidecar runs.
+    if valid.exporter_image.is_some() {
+        env.push(secret_env(EXPORTER_PASSWORD_ENV, &names.secret(), EXPORTER_KEY));
+    }
     let container = Container {
         name: CONTAINER.into(),
         image: Some(valid.image.clone()),
         image_pull_policy: Some("IfNotPresent".into()),
         command: Some(vec!["/bin/sh".into(), config_path(START_SH)]),
-        env: Some(vec![
-            field_env("POD_NAME", "metadata.name"),
-            field_env("POD_NAMESPACE", "metadata.namespace"),
-            EnvVar {
-                name: "HEADLESS_SERVICE".into(),
-                value: Some(names.set().headless_service()),
-                ..Default::default()
-            },
-            EnvVar {
-                name: READ_WRITE_SERVICE_ENV.into(),
-                value: Some(names.read_write_service()),
-                ..Default::default()
-            },
-            secret_env(OPERATOR_PASSWORD_ENV, &names.secret(), OPERATOR_KEY),
-            secret_env(REPLICATION_PASSWORD_ENV, &names.secret(), REPLICATION_KEY),
-            secret_env(ROOT_PASSWORD_ENV, &names.secret(), ROOT_KEY),
-            secret_env(BACKUP_PASSWORD_ENV, &names.secret(), BACKUP_KEY),
-        ]),
+        env: Some(env),
         ports: Some(vec![ContainerPort {
             name: Some("mysql".into()),
             container_port: MYSQL_PORT,
@@ -112,7 +110,14 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             .storage
             .fix_ownership
             .then(|| vec![set::ownership_fix(&valid.image, DATA_MOUNT, MYSQL_UID)]),
-        containers: vec![container],
+        containers: std::iter::once(container)
+            .chain(
+                valid
+                    .exporter_image
+                    .as_deref()
+                    .map(|image| exporter::container(image, spec.exporter.resources.as_ref(), names)),
+            )
+            .collect(),
         // A clean InnoDB shutdown of a busy server takes a while.
         termination_grace_period_seconds: Some(120),
         enable_service_links: Some(false),
@@ -156,7 +161,7 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{MySQLClusterSpec, Storage};
+    use crate::api::{Exporter, MySQLClusterSpec, Storage};
     use crate::build::ROLE_LABEL;
     use crate::validate::tests::{spec, valid};
     use crate::validate::validate;
@@ -283,5 +288,25 @@ mod tests {
         let changed = MySQLClusterSpec { server_config: [("max_connections".into(), "9".into())].into(), ..spec() };
         assert_ne!(hash(&spec()), hash(&changed));
         assert_eq!(hash(&spec()), hash(&spec()));
+    }
+
+    #[test]
+    fn the_exporter_sidecar_runs_only_when_enabled() {
+        let containers = |s: &MySQLClusterSpec| build(s).spec.unwrap().template.spec.unwrap().containers;
+        let off = containers(&spec());
+        assert_eq!(off.len(), 1, "an operator upgrade must not change the servers' pods of a cluster without it");
+        assert!(!off[0].env.as_ref().unwrap().iter().any(|e| e.name == EXPORTER_PASSWORD_ENV));
+
+        let on = containers(&MySQLClusterSpec { exporter: Exporter { enabled: true, ..Default::default() }, ..spec() });
+        let names: Vec<_> = on.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, [CONTAINER, exporter::CONTAINER]);
+        assert_eq!(on[1].image.as_deref(), Some("docker.io/prom/mysqld-exporter:v0.16.0"));
+        assert!(on[0].env.as_ref().unwrap().iter().any(|e| e.name == EXPORTER_PASSWORD_ENV), "the init file needs it");
+
+        let mine = Exporter { enabled: true, image: Some("registry.local/exporter:1".into()), resources: None };
+        let on = containers(&MySQLClusterSpec { exporter: mine, ..spec() });
+        assert_eq!(on[1].image.as_deref(), Some("registry.local/exporter:1"));
+        let set_but_off = Exporter { enabled: false, image: Some("registry.local/exporter:1".into()), resources: None };
+        assert_eq!(containers(&MySQLClusterSpec { exporter: set_but_off, ..spec() }).len(), 1);
     }
 }

@@ -13,7 +13,7 @@ use tracing::debug;
 
 use super::gtid::{GtidParseError, GtidSet};
 use super::observed::{Replication, Server, ServerState};
-use crate::flavor::{BACKUP_USER, FlavorSql, OPERATOR_USER, REPLICATION_USER, ReplicationSource, quote};
+use crate::flavor::{BACKUP_USER, EXPORTER_USER, FlavorSql, OPERATOR_USER, REPLICATION_USER, ReplicationSource, quote};
 
 /// Deadline to open a connection: short, because failover speed depends on noticing fast.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -51,13 +51,13 @@ fn clients_condition(not_clients: &[&str]) -> String {
 
 /// Counts the client connections for auto-scaling. Beyond [`NOT_CLIENTS`], the backup
 /// account is not a client (a backup Job is the operator's, not load a replica would take),
-/// nor are the probes: they connect every few seconds and would make the count jitter. The
+/// nor is the metrics sidecar's, nor are the probes: they connect every few seconds and would make the count jitter. The
 /// probes' account is only excluded through the Unix socket (`HOST` `localhost`), where they
 /// connect: MySQL's is `root`, the name of the administrator account offered to clients
 /// over the network, whose connections are clients.
 fn client_connections_query(flavor: &dyn FlavorSql) -> String {
     let mut not_clients = NOT_CLIENTS.to_vec();
-    not_clients.push(BACKUP_USER);
+    not_clients.extend([BACKUP_USER, EXPORTER_USER]);
     format!(
         "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE {} AND NOT (USER = {} AND HOST = 'localhost')",
         clients_condition(&not_clients),
@@ -542,7 +542,7 @@ mod tests {
         assert_eq!(
             client_connections_query(crate::flavor::sql(Flavor::Mariadb)),
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() \
-             AND USER NOT IN ('statecraft', 'repl', 'system user', 'event_scheduler', 'backup') \
+             AND USER NOT IN ('statecraft', 'repl', 'system user', 'event_scheduler', 'backup', 'exporter') \
              AND COMMAND NOT LIKE 'Binlog Dump%' AND NOT (USER = 'mysql' AND HOST = 'localhost')"
         );
     }

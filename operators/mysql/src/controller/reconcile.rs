@@ -61,12 +61,14 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     let secrets: Api<Secret> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let existing = secrets.get_opt(&names.secret()).await.map_err(|e| Error::kube("reading the password Secret", e))?;
     let passwords = match existing.as_ref() {
-        Some(s) => Passwords::from_secret(s).ok_or_else(|| {
-            Error::Permanent(format!(
-                "Secret {} lacks a password key; restore it from a backup (the servers hold these passwords)",
-                names.secret()
-            ))
-        })?,
+        Some(s) => Passwords::from_secret(s)
+            .ok_or_else(|| {
+                Error::Permanent(format!(
+                    "Secret {} lacks a password key; restore it from a backup (the servers hold these passwords)",
+                    names.secret()
+                ))
+            })?
+            .complete(&mut rand::rng()),
         None => {
             info!(cluster = %name, "generating passwords");
             Passwords::generate(&mut rand::rng())

@@ -12,6 +12,8 @@
 //! Included by several test files through `mod support;`, so not every file uses every item.
 #![allow(dead_code)]
 
+pub mod exporter;
+
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -118,6 +120,7 @@ pub fn passwords() -> AccountPasswords<'static> {
         replication: "repl-pass-2",
         root: "root pass \"3\"",
         backup: "backup-pass-4",
+        exporter: Some("exporter-pass-5"),
     }
 }
 
@@ -140,6 +143,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         upgrade_strategy: UpgradeStrategy::default(),
         auto_heal: Default::default(),
         auto_scaling: None,
+        exporter: Default::default(),
     }
 }
 

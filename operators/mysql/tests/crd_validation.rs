@@ -294,6 +294,17 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         clusters.delete("pt-ok", &Default::default()).await?;
     }
 
+    // The metrics sidecar: accepted with its image and resources; an image with a space
+    // refused, the field named.
+    let exporter = json!({"enabled": true, "image": "registry.local/mysqld-exporter:v0.16.0",
+        "resources": {"requests": {"cpu": "5m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}}});
+    assert_eq!(create(&clusters, cluster("exported", with(valid_spec(), "exporter", exporter))).await, None);
+    let bad = json!({"enabled": true, "image": "bad image"});
+    assert_rejected(
+        create(&clusters, cluster("exp-bad", with(valid_spec(), "exporter", bad))).await,
+        "spec.exporter.image",
+    );
+
     // Job deadlines: bounded, the field named.
     let policy = |deadline: i64| {
         json!({
@@ -372,8 +383,9 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     dotted["spec"]["target"]["name"] = json!("copy.1");
     assert_rejected(create(&restores, dotted).await, "spec.target.name");
 
-    // The built objects of a valid cluster are accepted as they are, with the longest name too.
-    for name in ["ok", "placed", longest.as_str()] {
+    // The built objects of a valid cluster are accepted as they are, with the longest name,
+    // the placement knobs and the metrics sidecar too.
+    for name in ["ok", "placed", "exported", longest.as_str()] {
         let valid = validate(&clusters.get(name).await?.spec)?;
         let names = Names::new(name, NS);
         let pp = PostParams::default();

@@ -4,9 +4,10 @@
 //! state, do not have. It logs in over 127.0.0.1 as the status-only account the init file
 //! creates ([`crate::flavor::EXPORTER_USER`]).
 //!
-//! It has no readiness probe on purpose: a pod is ready only when all its containers are,
-//! and a scrape problem must never take a server out of its Service. A liveness probe
-//! restarts an exporter that stops answering.
+//! A pod is ready only when all its containers are, so the sidecar's probes ask its own
+//! landing page (`/`), which does not touch the server: a server that refuses the exporter
+//! (`mysql_up 0`) or a slow scrape never takes the server out of its Service. The liveness
+//! probe restarts an exporter that stops answering.
 
 use k8s_openapi::api::core::v1::{Container, ContainerPort, HTTPGetAction, Probe, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -58,6 +59,17 @@ fn default_resources() -> ResourceRequirements {
     }
 }
 
+/// A GET of the exporter's landing page every 10 s, failing after `failures` misses.
+fn landing_page_probe(failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction { path: Some("/".into()), port: IntOrString::Int(PORT), ..Default::default() }),
+        period_seconds: Some(10),
+        timeout_seconds: Some(5),
+        failure_threshold: Some(failures),
+        ..Default::default()
+    }
+}
+
 /// The sidecar container running `image`, with `resources` or the defaults.
 pub fn container(image: &str, resources: Option<&ResourceRequirements>, names: &Names) -> Container {
     Container {
@@ -72,17 +84,8 @@ pub fn container(image: &str, resources: Option<&ResourceRequirements>, names: &
             protocol: Some("TCP".into()),
             ..Default::default()
         }]),
-        liveness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some("/".into()),
-                port: IntOrString::Int(PORT),
-                ..Default::default()
-            }),
-            period_seconds: Some(10),
-            timeout_seconds: Some(5),
-            failure_threshold: Some(6),
-            ..Default::default()
-        }),
+        readiness_probe: Some(landing_page_probe(3)),
+        liveness_probe: Some(landing_page_probe(6)),
         resources: Some(resources.cloned().unwrap_or_else(default_resources)),
         security_context: Some(restricted_container()),
         ..Default::default()
@@ -106,7 +109,11 @@ mod tests {
             (env[0].name.as_str(), secret.name.as_str(), secret.key.as_str()),
             (PASSWORD_ENV, "db-passwords", EXPORTER_KEY)
         );
-        assert!(c.readiness_probe.is_none(), "a scrape problem must not take the server out of its Service");
+        // Neither probe asks the server: a scrape problem must not take it out of its Service.
+        for probe in [&c.readiness_probe, &c.liveness_probe] {
+            let get = probe.as_ref().unwrap().http_get.as_ref().unwrap();
+            assert_eq!((get.path.as_deref(), &get.port), (Some("/"), &IntOrString::Int(PORT)));
+        }
         assert_eq!(c.ports.unwrap()[0].name.as_deref(), Some("metrics"));
         let limits = c.resources.unwrap().limits.unwrap();
         assert_eq!(limits.get("memory"), Some(&Quantity("128Mi".into())));

@@ -19,6 +19,10 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test cluster -- --ignored
 # writes with no acknowledged write lost. `make e2e` runs every scenario.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
   mysql_cluster_becomes_ready_and_fails_over_without_losing_acknowledged_writes
+# The servers' own metrics: the mysqld_exporter sidecar rolled in under writes (none lost),
+# then every pod's sidecar logged in and running every collector.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
+  mysql_exporter_sidecar_serves_every_servers_own_metrics
 # The etcd operator's: install, a 3-member cluster grown through learners to Ready, a
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \

@@ -28,7 +28,7 @@ use statecraft_mysql::controller::metrics::ServerMetrics;
 use statecraft_mysql::insight::{Abnormality, Kind};
 use statecraft_shared::exposition::Series;
 use statecraft_shared::metrics::Metrics;
-use statecraft_shared::testing::monitoring::{Catalogue, Dashboard, Rules};
+use statecraft_shared::testing::monitoring::{self, Catalogue, Dashboard, Rules};
 use statecraft_shared::testing::promtool;
 
 const OPERATOR: &str = "the operator";
@@ -244,37 +244,10 @@ fn the_checks_reject_unknown_metrics_labels_and_values() {
 
 #[test]
 fn the_pod_monitors_scrape_the_operator_and_the_servers_exporters() {
-    let text = std::fs::read_to_string(root().join(MONITORS)).expect("reading the PodMonitors");
-    let docs: Vec<serde_norway::Value> = serde_norway::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).expect("valid YAML"))
-        .collect();
-    let by_app = |app: &str| {
-        docs.iter()
-            .find(|d| {
-                d["kind"] == "PodMonitor" && d["spec"]["selector"]["matchLabels"][NAME_LABEL].as_str() == Some(app)
-            })
-            .unwrap_or_else(|| panic!("{MONITORS}: no PodMonitor selects {NAME_LABEL}={app}"))
-    };
-    for app in ["statecraft-mysql", APP_NAME] {
-        let endpoint = &by_app(app)["spec"]["podMetricsEndpoints"][0];
-        assert_eq!(endpoint["port"], "metrics", "{app}");
-        assert_eq!(endpoint["path"], "/metrics", "{app}");
-    }
+    let problems = monitoring::pod_monitor_problems(&root(), MONITORS, "statecraft-mysql", APP_NAME, INSTANCE_LABEL);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!(SERVER_LABELS, monitoring::MEMBER_LABELS);
     assert_eq!(exporter::PORT_NAME, "metrics", "the sidecar's port is the one the monitor scrapes");
-    let relabelings =
-        by_app(APP_NAME)["spec"]["podMetricsEndpoints"][0]["relabelings"].as_sequence().cloned().unwrap_or_default();
-    let source_of = |target: &str| {
-        relabelings
-            .iter()
-            .find(|r| r["targetLabel"] == target)
-            .and_then(|r| r["sourceLabels"][0].as_str().map(str::to_string))
-    };
-    let pod_label = |label: &str| {
-        format!("__meta_kubernetes_pod_label_{}", label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))
-    };
-    assert_eq!(source_of("cluster"), Some(pod_label(INSTANCE_LABEL)));
-    assert_eq!(source_of("member"), Some("__meta_kubernetes_pod_name".to_string()));
-    assert_eq!(SERVER_LABELS, ["cluster", "member"]);
     let selector = Names::new("main", "prod").selector_labels();
     assert_eq!(selector.get(NAME_LABEL).map(String::as_str), Some(APP_NAME));
 }

@@ -465,6 +465,67 @@ fn read(root: &Path, rel: &str) -> String {
     std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
 }
 
+/// Labels a members' PodMonitor must add to the operand's own series, so that the alerts
+/// and the dashboard can join them to the operator's.
+pub const MEMBER_LABELS: [&str; 2] = ["cluster", "member"];
+
+/// What is wrong with the PodMonitors of `path` (relative to `root`): there must be one
+/// selecting the operator's pods (`app.kubernetes.io/name` = `operator`) and one selecting
+/// the operand's (= `operand`), each scraping port `metrics` at `/metrics`, and the
+/// operand's must set [`MEMBER_LABELS`]: `cluster` from the pod label `instance_label`,
+/// `member` from the pod's name.
+pub fn pod_monitor_problems(
+    root: &Path,
+    path: &str,
+    operator: &str,
+    operand: &str,
+    instance_label: &str,
+) -> Vec<String> {
+    const NAME_LABEL: &str = "app.kubernetes.io/name";
+    let text = read(root, path);
+    let mut docs = Vec::new();
+    for doc in serde_norway::Deserializer::from_str(&text) {
+        match <serde_norway::Value as serde::Deserialize>::deserialize(doc) {
+            Ok(v) => docs.push(v),
+            Err(e) => return vec![format!("{path} is not valid YAML: {e}")],
+        }
+    }
+    let by_app = |app: &str| {
+        docs.iter().find(|d| {
+            d["kind"] == "PodMonitor" && d["spec"]["selector"]["matchLabels"][NAME_LABEL].as_str() == Some(app)
+        })
+    };
+    let mut problems = Vec::new();
+    for app in [operator, operand] {
+        let Some(monitor) = by_app(app) else {
+            problems.push(format!("{path}: no PodMonitor selects {NAME_LABEL}={app}"));
+            continue;
+        };
+        let endpoint = &monitor["spec"]["podMetricsEndpoints"][0];
+        if endpoint["port"] != "metrics" || endpoint["path"] != "/metrics" {
+            problems.push(format!("{path}: the PodMonitor of {app} does not scrape port metrics at /metrics"));
+        }
+    }
+    let Some(members) = by_app(operand) else { return problems };
+    let relabelings =
+        members["spec"]["podMetricsEndpoints"][0]["relabelings"].as_sequence().cloned().unwrap_or_default();
+    let source_of = |target: &str| {
+        relabelings
+            .iter()
+            .find(|r| r["targetLabel"] == target)
+            .and_then(|r| r["sourceLabels"][0].as_str().map(str::to_string))
+    };
+    let pod_label =
+        format!("__meta_kubernetes_pod_label_{}", instance_label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+    for (label, source) in [(MEMBER_LABELS[0], pod_label), (MEMBER_LABELS[1], "__meta_kubernetes_pod_name".to_string())]
+    {
+        if source_of(label) != Some(source.clone()) {
+            problems.push(format!("{path}: the PodMonitor of {operand} does not set {label} from {source}"));
+        }
+    }
+    problems
+}
+
 fn yaml_str<'a>(v: &'a serde_norway::Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(serde_norway::Value::as_str).filter(|s| !s.trim().is_empty())
 }
@@ -508,4 +569,47 @@ fn panels(dashboard: &serde_json::Value) -> Vec<&serde_json::Value> {
     let mut out = Vec::new();
     walk(&dashboard["panels"], &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MONITORS: &str = r#"
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata: {name: op}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: op}}
+  podMetricsEndpoints: [{port: metrics, path: /metrics}]
+---
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata: {name: op-members}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: db}}
+  podMetricsEndpoints:
+    - port: metrics
+      path: /metrics
+      relabelings:
+        - {sourceLabels: [__meta_kubernetes_pod_label_app_kubernetes_io_instance], targetLabel: cluster}
+        - {sourceLabels: [__meta_kubernetes_pod_name], targetLabel: member}
+"#;
+
+    fn problems(text: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        std::fs::write(dir.path().join("m.yaml"), text).expect("written");
+        pod_monitor_problems(dir.path(), "m.yaml", "op", "db", "app.kubernetes.io/instance")
+    }
+
+    #[test]
+    fn pod_monitors_must_scrape_both_and_label_the_members() {
+        assert_eq!(problems(MONITORS), Vec::<String>::new());
+        let no_member = MONITORS.replace("targetLabel: member", "targetLabel: pod_name");
+        assert!(problems(&no_member).iter().any(|p| p.contains("does not set member")), "{:?}", problems(&no_member));
+        let other_port = MONITORS.replacen("port: metrics", "port: http", 1);
+        assert!(problems(&other_port).iter().any(|p| p.contains("PodMonitor of op does not scrape")));
+        let no_operand = MONITORS.replace("app.kubernetes.io/name: db", "app.kubernetes.io/name: other");
+        assert!(problems(&no_operand).iter().any(|p| p.contains("no PodMonitor selects app.kubernetes.io/name=db")));
+    }
 }

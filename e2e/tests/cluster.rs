@@ -276,6 +276,7 @@ fn image_check(key: &str) -> Option<(Option<Vec<&'static str>>, &'static str)> {
     Some(match key {
         "PAUSE_IMAGE" => (None, ""),
         "MARIADB_IMAGE" => (Some(vec!["mariadbd", "--version"]), "10.11"),
+        "MYSQLD_EXPORTER_IMAGE" => (Some(vec!["/bin/mysqld_exporter", "--version"]), "mysqld_exporter, version 0.16.0"),
         "ETCD_IMAGE" => (Some(vec!["/usr/local/bin/etcd", "--version"]), "etcd Version: 3.6"),
         "KAFKA_IMAGE" => (Some(vec!["/opt/kafka/bin/kafka-storage", "random-uuid"]), ""),
         // The release the upgrade e2e starts from: its own metadata.version, and kafka-configs

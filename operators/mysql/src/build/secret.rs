@@ -38,8 +38,9 @@ pub struct Passwords {
     pub replication: String,
     /// The backup account.
     pub backup: String,
-    /// The metrics exporter's account. `None` in a Secret an operator before the exporter
-    /// wrote: no server holds it yet, so the controller may add it ([`Passwords::complete`]).
+    /// The metrics exporter's account. `None` when the Secret was written by an operator
+    /// older than the exporter: no server holds it yet, so the controller may add it
+    /// ([`Passwords::complete`]).
     pub exporter: Option<String>,
 }
 

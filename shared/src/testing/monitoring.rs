@@ -26,6 +26,8 @@ use prometheus::proto::MetricType;
 use promql_parser::label::{METRIC_NAME, MatchOp, Matcher};
 use promql_parser::parser::{self, Expr, VectorSelector};
 
+use crate::statefulset::NAME_LABEL;
+
 /// Labels every scrape adds (Prometheus, Prometheus Operator), whatever the source.
 pub const TARGET_LABELS: [&str; 7] = ["job", "instance", "namespace", "pod", "container", "service", "endpoint"];
 
@@ -481,7 +483,6 @@ pub fn pod_monitor_problems(
     operand: &str,
     instance_label: &str,
 ) -> Vec<String> {
-    const NAME_LABEL: &str = "app.kubernetes.io/name";
     let text = read(root, path);
     let mut docs = Vec::new();
     for doc in serde_norway::Deserializer::from_str(&text) {

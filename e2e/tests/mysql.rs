@@ -25,6 +25,7 @@ use statecraft_e2e::writes::{Attempt, StopFlag, longest_gap, lost};
 use statecraft_e2e::{Cluster, Provider, TestNamespace, events, operator, wait_until};
 use statecraft_mysql::MysqlOperator;
 use statecraft_mysql::api::{self as crate_api, MySQLBackup, MySQLCluster, MySQLRestore};
+use statecraft_shared::exposition::value;
 use statecraft_shared::runner::Operator;
 use statecraft_shared::testing::s3::S3Server;
 use tokio::sync::Mutex;
@@ -676,11 +677,6 @@ async fn mysql_exporter_sidecar_serves_every_servers_own_metrics() -> TestResult
     ev.pass(figures);
     db.ns.pass();
     Ok(())
-}
-
-/// The value of the series `name` with all of `labels`, if present.
-fn value(series: &[statecraft_shared::exposition::Series], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    series.iter().find(|s| s.name == name && labels.iter().all(|(k, v)| s.label(k) == Some(*v))).map(|s| s.value)
 }
 
 /// Criteria: L1.validation (invalid specs are refused by the schema with the field named,

@@ -20,6 +20,11 @@ impl Series {
     }
 }
 
+/// The value of the first of `series` named `name` with every label of `labels`, if any.
+pub fn value(series: &[Series], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    series.iter().find(|s| s.name == name && labels.iter().all(|(k, v)| s.label(k) == Some(*v))).map(|s| s.value)
+}
+
 /// Why a text could not be read as the exposition format.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("line {line}: {reason}")]
@@ -113,6 +118,17 @@ fn parse_labels<'a>(mut rest: &'a str, labels: &mut Vec<(String, String)>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_found_by_name_and_labels() {
+        let series = parse("a{x=\"1\",y=\"2\"} 3\na{x=\"4\"} 5\nb 6\n").expect("valid");
+        assert_eq!(value(&series, "a", &[]), Some(3.0));
+        assert_eq!(value(&series, "a", &[("x", "4")]), Some(5.0));
+        assert_eq!(value(&series, "a", &[("x", "1"), ("y", "2")]), Some(3.0));
+        assert_eq!(value(&series, "a", &[("x", "1"), ("y", "9")]), None);
+        assert_eq!(value(&series, "b", &[]), Some(6.0));
+        assert_eq!(value(&series, "c", &[]), None);
+    }
 
     #[test]
     fn sample_lines_are_read_and_comments_skipped() {

@@ -14,7 +14,8 @@ use statecraft_mysql::api::Flavor;
 use statecraft_mysql::build::exporter::EXTRA_COLLECTORS;
 use statecraft_mysql::clustering::dataplane::{DataPlane, Endpoint};
 use statecraft_mysql::flavor::{self, EXPORTER_MAX_CONNECTIONS, EXPORTER_USER};
-use support::exporter::{Exporter, value};
+use statecraft_shared::exposition::value;
+use support::exporter::Exporter;
 use support::{operator_conn, passwords, start_server};
 
 /// The collectors mysqld_exporter v0.16.0 runs by default (its

@@ -76,8 +76,3 @@ async fn get(url: &str) -> Result<String, Box<dyn std::error::Error + Send + Syn
     let body = response.into_body().collect().await?.to_bytes();
     Ok(String::from_utf8(body.to_vec())?)
 }
-
-/// The value of the series `name` with all of `labels`, if scraped.
-pub fn value(series: &[Series], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    series.iter().find(|s| s.name == name && labels.iter().all(|(k, v)| s.label(k) == Some(*v))).map(|s| s.value)
-}

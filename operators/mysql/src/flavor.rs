@@ -14,6 +14,11 @@ use crate::api::Flavor;
 pub struct SecretSql(String);
 
 impl SecretSql {
+    /// A statement that embeds a secret.
+    pub(crate) fn new(statement: String) -> Self {
+        SecretSql(statement)
+    }
+
     /// The statement to send to the server. Never log it.
     pub fn expose(&self) -> &str {
         &self.0

@@ -140,7 +140,7 @@ async fn backup(vars: TaskEnv<'_>) -> Result<BackupReport> {
     let key = vars.required(env::KEY)?;
     let dump = dump_command(flavor, &conn).map_err(job_error)?;
     wait_for_server(&conn).await?;
-    let outcome = backup_to_s3(&dump, &store, &key).await.map_err(job_error)?;
+    let outcome = backup_to_s3(&dump, Some(&conn), &store, &key).await.map_err(job_error)?;
     let mut report = BackupReport {
         object: ObjectReport::new(&outcome.receipt, outcome.started_at, outcome.finished_at),
         gtid: outcome.gtid().to_string(),

@@ -30,6 +30,7 @@
 // unwrap, expect and panic outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod accounts;
 pub mod api;
 pub mod autoscale;
 pub mod backup;
@@ -53,7 +54,7 @@ use statecraft_shared::rbac::{CORE_GROUP, Rule};
 use statecraft_shared::runner::{Operator, Runtime, parse_sample, sample_object};
 use statecraft_shared::tokio_util::sync::CancellationToken;
 
-use api::{GROUP, MySQLBackup, MySQLCluster, MySQLRestore};
+use api::{GROUP, MySQLBackup, MySQLCluster, MySQLDatabase, MySQLRestore, MySQLUser};
 
 /// The operator, as the shared runner sees it.
 pub struct MysqlOperator;
@@ -70,7 +71,7 @@ impl Operator for MysqlOperator {
         // A cluster's name must fit the names built from it; backups and restores name
         // only Jobs, whose names are shortened to fit (`backup::job::job_name`).
         let cluster = with_name_rule(MySQLCluster::crd(), build::MAX_CLUSTER_NAME);
-        vec![cluster, MySQLBackup::crd(), MySQLRestore::crd()]
+        vec![cluster, MySQLBackup::crd(), MySQLRestore::crd(), MySQLUser::crd(), MySQLDatabase::crd()]
     }
 
     /// What the future controllers need, nothing more (events and leases are in the base

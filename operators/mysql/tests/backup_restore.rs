@@ -145,7 +145,7 @@ async fn a_backup_restores_into_a_fresh_server_with_identical_data() -> TestResu
     assert!(gtid_at_dump.starts_with("0-100-"), "{gtid_at_dump}");
     let source_print = fingerprint(&mut src).await?;
 
-    let backup = backup_to_s3(&dump_of(&source), &store, "shop/full.sql").await?;
+    let backup = backup_to_s3(&dump_of(&source), None, &store, "shop/full.sql").await?;
     assert_eq!(backup.gtid(), gtid_at_dump, "the recorded position is the source's at the dump");
     assert_eq!(backup.position.binlog_file.as_deref(), Some("mysql-bin.000001"));
     assert!(backup.position.binlog_position.is_some_and(|p| p > 4));
@@ -226,7 +226,7 @@ async fn the_recorded_position_is_the_snapshots_under_concurrent_writes() -> Tes
     while value(&mut conn, "SELECT COUNT(*) FROM ticks.t").await?.parse::<u64>()? < 20 {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    let backup = backup_to_s3(&dump_of(&source), &store, "ticks.sql").await?;
+    let backup = backup_to_s3(&dump_of(&source), None, &store, "ticks.sql").await?;
     let _ = stop_tx.send(());
     let written = writer.await??;
 
@@ -249,7 +249,7 @@ async fn a_dump_with_a_wrong_password_fails_and_stores_nothing() -> TestResult {
     let (s3, source) = tokio::join!(s3(), start(0));
     let store = store(&s3);
     let dump = dump_command(Flavor::Mariadb, &connection(&source, "wrong password"))?;
-    let err = backup_to_s3(&dump, &store, "denied.sql").await.expect_err("wrong password");
+    let err = backup_to_s3(&dump, None, &store, "denied.sql").await.expect_err("wrong password");
     let BackupError::DumpFailed { ref stderr, ref key, .. } = err else { panic!("expected DumpFailed, got {err}") };
     assert_eq!(key, "denied.sql");
     assert!(stderr.contains("Access denied"), "the client's error is quoted: {err}");
@@ -267,7 +267,7 @@ async fn a_dump_failing_after_several_parts_aborts_the_multipart_upload() -> Tes
     // 12 MiB written, then a failure: two parts were uploaded before the end was seen.
     let crash =
         ClientCommand::new("sh", vec!["-c".into(), "head -c 12582912 /dev/zero; echo boom >&2; exit 3".into()], "");
-    let err = backup_to_s3(&crash, &store, "crash.sql").await.expect_err("exit status 3");
+    let err = backup_to_s3(&crash, None, &store, "crash.sql").await.expect_err("exit status 3");
     assert!(
         matches!(&err, BackupError::DumpFailed { reason, stderr, .. } if reason.contains('3') && stderr == "boom"),
         "{err}"
@@ -279,19 +279,19 @@ async fn a_dump_failing_after_several_parts_aborts_the_multipart_upload() -> Tes
         vec!["-c".into(), "echo '-- MariaDB dump'; echo 'CREATE TABLE t (a INT);'".into()],
         "",
     );
-    let err = backup_to_s3(&cut, &store, "cut.sql").await.expect_err("no completion line");
+    let err = backup_to_s3(&cut, None, &store, "cut.sql").await.expect_err("no completion line");
     assert!(err.to_string().contains("Dump completed"), "{err}");
 
     // Nor is a complete dump without a position.
     let no_gtid = ClientCommand::new("sh", vec!["-c".into(), "echo '-- Dump completed on now'".into()], "");
-    let err = backup_to_s3(&no_gtid, &store, "nogtid.sql").await.expect_err("no GTID");
+    let err = backup_to_s3(&no_gtid, None, &store, "nogtid.sql").await.expect_err("no GTID");
     assert!(err.to_string().contains("GTID"), "{err}");
 
     assert!(store.list("").await?.is_empty(), "no object: {:?}", objects(&s3));
     assert!(s3.incomplete_upload_files()?.is_empty(), "aborted: {:?}", s3.incomplete_upload_files()?);
 
     let missing = ClientCommand::new("/nonexistent/mariadb-dump", Vec::new(), "");
-    assert!(matches!(backup_to_s3(&missing, &store, "x.sql").await, Err(BackupError::Spawn { .. })));
+    assert!(matches!(backup_to_s3(&missing, None, &store, "x.sql").await, Err(BackupError::Spawn { .. })));
     Ok(())
 }
 
@@ -393,7 +393,7 @@ async fn measure_backup_throughput() -> TestResult {
     let alone = alone.elapsed();
 
     let started = Instant::now();
-    let backup = backup_to_s3(&dump, &store, "big.sql").await?;
+    let backup = backup_to_s3(&dump, None, &store, "big.sql").await?;
     let secs = started.elapsed().as_secs_f64();
     let dump_mib = backup.bytes as f64 / MIB as f64;
     println!(

@@ -76,7 +76,7 @@ async fn a_restore_rolls_forward_to_a_point_in_time_with_the_next_backups_archiv
         Flavor::Mariadb,
         &ClientConnection::new("127.0.0.1", source.port, BACKUP_USER, passwords().backup),
     )?;
-    let backup = backup_to_s3(&dump, &store, "db/20261130T010000Z-first.sql").await?;
+    let backup = backup_to_s3(&dump, None, &store, "db/20261130T010000Z-first.sql").await?;
     let since = backup.gtid().to_string();
 
     src.query_drop("INSERT INTO shop.orders SELECT seq, 'after the backup' FROM shop.seq_101_to_200").await?;

@@ -2,7 +2,9 @@
 
 pub mod backup;
 pub mod cluster;
+pub mod database;
 pub mod restore;
+pub mod user;
 
 pub use backup::{BinlogArchiveStatus, MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
 pub use cluster::{
@@ -10,8 +12,12 @@ pub use cluster::{
     MySQLClusterStatus, Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, UpgradeStrategy,
     UpgradeStrategyType,
 };
+pub use database::{MySQLDatabase, MySQLDatabaseSpec, MySQLDatabaseStatus};
 pub use restore::{MySQLRestore, MySQLRestoreSpec, MySQLRestoreStatus, RestoreTarget};
 pub use statecraft_shared::backup::{BackupLocation, BackupPolicy, Retention};
+pub use user::{
+    DeletionPolicy, Grant, Limits, MySQLUser, MySQLUserSpec, MySQLUserStatus, PasswordSecretRef, Privilege,
+};
 
 /// API group of every resource.
 pub const GROUP: &str = "mysql.statecraft.io";

@@ -23,12 +23,18 @@ use std::io;
 use std::process::Stdio;
 use std::time::Instant;
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use statecraft_shared::s3::{S3Error, S3Store, UploadReceipt};
+use statecraft_shared::tokio_util::io::{ReaderStream, StreamReader};
+use std::sync::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{info, warn};
 
+use crate::accounts::server::Session;
 use crate::api::Flavor;
+use crate::clustering::dataplane::Endpoint;
 pub use binlog::{
     BinlogArchive, BinlogReplay, DomainPositions, ReplayOutcome, archive_binlogs, binlog_prefix, first_needed,
     is_source_gtid_line, replay_binlogs,
@@ -183,17 +189,36 @@ pub struct RestoreOutcome {
     pub finished_at: DateTime<Utc>,
 }
 
+/// The accounts section of the server `conn` names, read as its account.
+async fn read_accounts(conn: &ClientConnection) -> Result<String, crate::clustering::dataplane::DataPlaneError> {
+    let endpoint = Endpoint { host: conn.host.clone(), port: conn.port };
+    let mut session = Session::connect(&endpoint, &conn.user, conn.password()).await?;
+    session.accounts_sql().await
+}
+
 fn mib_per_second(bytes: u64, started: Instant) -> f64 {
     bytes as f64 / (1024.0 * 1024.0) / started.elapsed().as_secs_f64().max(1e-9)
 }
 
-/// Runs the dump `dump` (from [`dump_command`]) and streams its output to `key` in `store`.
+/// Runs the dump `dump` (from [`dump_command`]) and streams its output to `key` in `store`,
+/// followed by the accounts section ([`Session::accounts_sql`]) read through `accounts`
+/// once the dump has ended (none without it).
 ///
 /// The object exists afterwards only if the dump succeeded completely: exit status 0, the
-/// completion line at the end, and a GTID position. Otherwise the upload is aborted (no
-/// object, no multipart leftovers) and the error carries the end of the dump's stderr.
-/// Cancelling the returned future kills the dump and aborts the upload.
-pub async fn backup_to_s3(dump: &ClientCommand, store: &S3Store, key: &str) -> Result<BackupOutcome, BackupError> {
+/// completion line at the end, a GTID position, and the accounts read. Otherwise the upload
+/// is aborted (no object, no multipart leftovers) and the error carries the end of the
+/// dump's stderr. Cancelling the returned future kills the dump and aborts the upload.
+///
+/// The accounts are read after the dump, not in its snapshot (the server's account tables
+/// are not transactional): an account changed during the dump is stored as it was at its
+/// end, and a point-in-time replay from the snapshot repeats the change, which the
+/// operator's own statements (`IF [NOT] EXISTS`) tolerate.
+pub async fn backup_to_s3(
+    dump: &ClientCommand,
+    accounts: Option<&ClientConnection>,
+    store: &S3Store,
+    key: &str,
+) -> Result<BackupOutcome, BackupError> {
     let started_at = Utc::now();
     let started = Instant::now();
     let mut child = dump
@@ -210,8 +235,31 @@ pub async fn backup_to_s3(dump: &ClientCommand, store: &S3Store, key: &str) -> R
     info!(command = %dump, bucket = store.bucket(), key, "backup started");
 
     let mut reader = DumpReader::new(child, stdout);
-    let uploaded = store.upload(key, &mut reader).await;
+    let accounts_failure: Mutex<Option<String>> = Mutex::new(None);
+    // Polled only once the dump has ended well: a failed dump ends the stream with its error.
+    let trailer = futures::stream::once(async {
+        let Some(conn) = accounts else { return Ok(Bytes::new()) };
+        match read_accounts(conn).await {
+            Ok(sql) => Ok(Bytes::from(sql)),
+            Err(e) => {
+                let message = format!("reading the accounts from {}:{}: {e}", conn.host, conn.port);
+                if let Ok(mut f) = accounts_failure.lock() {
+                    *f = Some(message.clone());
+                }
+                Err(io::Error::other(message))
+            }
+        }
+    });
+    let uploaded = {
+        let mut body = std::pin::pin!(StreamReader::new(ReaderStream::new(&mut reader).chain(trailer)));
+        store.upload(key, &mut body).await
+    };
     let end = reader.end().cloned();
+    let accounts_failure = accounts_failure.into_inner().ok().flatten();
+    let end = match (end, accounts_failure) {
+        (Some(Ok(_)), Some(failure)) => Some(Err(failure)),
+        (end, _) => end.map(|e| e.map_err(|f| f.to_string())),
+    };
     let failed = uploaded.is_err() || !matches!(end, Some(Ok(_)));
     if failed {
         reader.kill().await;
@@ -236,7 +284,7 @@ pub async fn backup_to_s3(dump: &ClientCommand, store: &S3Store, key: &str) -> R
                 seconds = started.elapsed().as_secs_f64(), mib_per_second = mib_per_second(receipt.size, started),
                 "backup stored"
             );
-            debug_assert_eq!(receipt.size, bytes);
+            debug_assert!(receipt.size >= bytes, "the object holds the dump and the accounts");
             Ok(BackupOutcome {
                 key: key.to_string(),
                 bytes: receipt.size,
@@ -249,7 +297,7 @@ pub async fn backup_to_s3(dump: &ClientCommand, store: &S3Store, key: &str) -> R
         }
         (_, Some(Err(failure))) => {
             warn!(key, reason = %failure, stderr = %stderr, "the dump failed; nothing stored");
-            Err(dump_failed(failure.to_string(), stderr))
+            Err(dump_failed(failure, stderr))
         }
         (Err(e), _) => {
             warn!(key, error = %e, "uploading the backup failed; nothing stored");

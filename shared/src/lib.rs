@@ -56,6 +56,7 @@ pub mod rebuild;
 pub mod reference;
 pub mod runner;
 pub mod s3;
+pub mod secrets;
 pub mod statefulset;
 pub mod status;
 pub mod tasks;

@@ -127,7 +127,7 @@ pub enum Common {
     PodCrashLooping,
     /// A member's pod failed as a whole (evicted, for instance).
     PodFailed,
-    /// The cluster a backup, a restore or a topic names does not exist.
+    /// The cluster a backup, a restore, a topic, an account or a database names does not exist.
     ClusterNotFound,
     /// The backup or restore Job started.
     JobStarted,

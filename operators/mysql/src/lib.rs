@@ -78,7 +78,8 @@ impl Operator for MysqlOperator {
     /// rules): read the custom resources and patch their status (the restore controller
     /// creates the target cluster, the backup scheduler creates backups and deletes expired
     /// ones); own the StatefulSet, Services, ConfigMap and PodDisruptionBudget; apply and
-    /// read (never list) Secrets;
+    /// read (never list) Secrets (passwords of MySQLUsers only where the Secret opted in);
+    /// patch MySQLUsers and MySQLDatabases for their finalizers;
     /// read pods, label them with their role and delete them to roll an upgrade; run backup
     /// and restore Jobs; delete the data claim of a replica that is re-seeded
     /// (`spec.autoHeal`).
@@ -87,7 +88,19 @@ impl Operator for MysqlOperator {
             Rule::new(GROUP, &["mysqlclusters"], &["get", "list", "watch", "create"]),
             Rule::new(GROUP, &["mysqlbackups"], &["get", "list", "watch", "create", "delete"]),
             Rule::new(GROUP, &["mysqlrestores"], READ),
-            Rule::new(GROUP, &["mysqlclusters/status", "mysqlbackups/status", "mysqlrestores/status"], &["patch"]),
+            // Patch: the finalizer that drops an account or a database per its policy.
+            Rule::new(GROUP, &["mysqlusers", "mysqldatabases"], &["get", "list", "watch", "patch"]),
+            Rule::new(
+                GROUP,
+                &[
+                    "mysqlclusters/status",
+                    "mysqlbackups/status",
+                    "mysqlrestores/status",
+                    "mysqlusers/status",
+                    "mysqldatabases/status",
+                ],
+                &["patch"],
+            ),
             Rule::new("apps", &["statefulsets"], OWN),
             Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
             // Secrets: its clusters' password Secrets (applied, read back) and S3

@@ -144,6 +144,25 @@ pub enum MySql {
     AbnormalityCleared,
     /// Abnormal condition `False`: every member behaves as in its recent past.
     Normal,
+
+    // Declared accounts and databases (MySQLUser, MySQLDatabase): their Ready condition
+    // and Events.
+    /// Ready: the account or database is on the primary as declared.
+    Declared,
+    /// The cluster has no writable primary to apply to (yet).
+    WaitingForPrimary,
+    /// An older resource declares the same account or database on the same cluster.
+    Conflict,
+    /// The password Secret is missing, not labelled for this use, or lacks the key.
+    PasswordSecretRefused,
+    /// Statements were applied to bring an account to its declaration (Event).
+    AccountApplied,
+    /// An account was dropped with its resource (Event).
+    AccountDropped,
+    /// A database was created or its defaults changed (Event).
+    DatabaseApplied,
+    /// A database was dropped with its resource (Event).
+    DatabaseDropped,
     // Cleanup.
 }
 

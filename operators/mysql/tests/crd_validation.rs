@@ -10,11 +10,12 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use statecraft_mysql::MysqlOperator;
-use statecraft_mysql::api::{MySQLBackup, MySQLCluster, MySQLRestore};
+use statecraft_mysql::api::{DeletionPolicy, MySQLBackup, MySQLCluster, MySQLDatabase, MySQLRestore, MySQLUser};
 use statecraft_mysql::build::config::config_map;
 use statecraft_mysql::build::jobs::{JobParams, job};
 use statecraft_mysql::build::pdb::pdb;
@@ -433,4 +434,122 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     let status = json!({"status": {"phase": "Initializing"}});
     clusters.patch_status(&longest, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(())
+}
+
+fn user(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLUser", "metadata": {"name": name}, "spec": spec})
+}
+
+fn user_spec(grants: Value) -> Value {
+    json!({"clusterName": "db", "passwordSecretRef": {"name": "app-password"}, "grants": grants})
+}
+
+fn database(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLDatabase", "metadata": {"name": name}, "spec": spec})
+}
+
+#[tokio::test]
+async fn the_api_server_checks_declared_accounts_and_databases() -> TestResult {
+    let server = ApiServer::start().await?;
+    let client = server.client().await?;
+    install(&client).await?;
+    let users: Api<MySQLUser> = Api::namespaced(client.clone(), NS);
+    let databases: Api<MySQLDatabase> = Api::namespaced(client.clone(), NS);
+
+    // Valid, with the defaults filled in.
+    let grants = json!([
+        {"database": "shop", "privileges": ["SELECT", "INSERT", "CREATE TEMPORARY TABLES"]},
+        {"database": "shop", "table": "audit", "privileges": ["SELECT"], "grantOption": true},
+        {"database": "*", "privileges": ["PROCESS", "SHOW DATABASES"]},
+    ]);
+    let mut spec = user_spec(grants);
+    spec["limits"] = json!({"maxUserConnections": 20});
+    assert_eq!(create(&users, user("app", spec)).await, None);
+    let app = users.get("app").await?;
+    assert_eq!((app.spec.host.as_str(), app.spec.password_secret_ref.key.as_str()), ("%", "password"));
+    assert_eq!(app.spec.deletion_policy, DeletionPolicy::Delete);
+    assert_eq!(create(&databases, database("shop", json!({"clusterName": "db"}))).await, None);
+    let shop = databases.get("shop").await?;
+    assert_eq!((shop.spec.character_set.as_str(), shop.spec.deletion_policy), ("utf8mb4", DeletionPolicy::Retain));
+
+    // Refused, naming the field.
+    let cases = [
+        ("u-root", with(user_spec(json!([])), "name", json!("root")), "spec.name"),
+        ("u-exporter", with(user_spec(json!([])), "name", json!("exporter")), "spec.name"),
+        ("u-quote", with(user_spec(json!([])), "name", json!("a'b")), "spec.name"),
+        ("u-host", with(user_spec(json!([])), "host", json!("a b")), "spec.host"),
+        ("u-super", user_spec(json!([{"database": "*", "privileges": ["SUPER"]}])), "spec.grants[0].privileges[0]"),
+        (
+            "u-all",
+            user_spec(json!([{"database": "*", "privileges": ["ALL PRIVILEGES"]}])),
+            "spec.grants[0].privileges[0]",
+        ),
+        ("u-none", user_spec(json!([{"database": "shop", "privileges": []}])), "spec.grants[0].privileges"),
+        (
+            "u-exec-table",
+            user_spec(json!([{"database": "shop", "table": "t", "privileges": ["EXECUTE"]}])),
+            "spec.grants[0].privileges",
+        ),
+        (
+            "u-process-db",
+            user_spec(json!([{"database": "shop", "privileges": ["PROCESS"]}])),
+            "spec.grants[0].privileges",
+        ),
+        (
+            "u-table-star",
+            user_spec(json!([{"database": "*", "table": "t", "privileges": ["SELECT"]}])),
+            "spec.grants[0].table",
+        ),
+        (
+            "u-twice",
+            user_spec(
+                json!([{"database": "shop", "privileges": ["SELECT"]}, {"database": "shop", "privileges": ["INSERT"]}]),
+            ),
+            "spec.grants",
+        ),
+        ("u-db-quote", user_spec(json!([{"database": "a`b", "privileges": ["SELECT"]}])), "spec.grants[0].database"),
+        (
+            "u-max",
+            with(user_spec(json!([])), "limits", json!({"maxUserConnections": -1})),
+            "spec.limits.maxUserConnections",
+        ),
+        ("u-policy", with(user_spec(json!([])), "deletionPolicy", json!("Drop")), "spec.deletionPolicy"),
+    ];
+    for (name, spec, field) in cases {
+        assert_rejected(create(&users, user(name, spec)).await, field);
+    }
+    for (name, spec, field) in [
+        ("d-mysql", json!({"clusterName": "db", "name": "MySQL"}), "spec.name"),
+        ("d-schema", json!({"clusterName": "db", "name": "performance_schema"}), "spec.name"),
+        ("d-dot", json!({"clusterName": "db", "name": "a.b"}), "spec.name"),
+        ("d-charset", json!({"clusterName": "db", "characterSet": "utf8; DROP"}), "spec.characterSet"),
+        ("d-policy", json!({"clusterName": "db", "deletionPolicy": "Purge"}), "spec.deletionPolicy"),
+    ] {
+        assert_rejected(create(&databases, database(name, spec)).await, field);
+    }
+
+    // What names the account or database cannot change; grants and limits can.
+    for change in [json!({"host": "10.%"}), json!({"name": "other"}), json!({"clusterName": "db2"})] {
+        let refused = users.patch("app", &PatchParams::default(), &Patch::Merge(json!({"spec": change.clone()}))).await;
+        assert_rejected(refused.err().map(|e| e.to_string()), "immutable");
+    }
+    let regrant = json!({"spec": {"grants": [{"database": "shop", "privileges": ["SELECT"]}], "limits": null}});
+    users.patch("app", &PatchParams::default(), &Patch::Merge(regrant)).await?;
+    for change in [json!({"name": "other"}), json!({"clusterName": "db2"})] {
+        let refused = databases.patch("shop", &PatchParams::default(), &Patch::Merge(json!({"spec": change}))).await;
+        assert_rejected(refused.err().map(|e| e.to_string()), "immutable");
+    }
+    databases
+        .patch("shop", &PatchParams::default(), &Patch::Merge(json!({"spec": {"collation": "utf8mb4_bin"}})))
+        .await?;
+    Ok(())
+}
+
+/// The CRD's CEL rule and the operator's check refuse the same account names.
+#[test]
+fn the_crd_refuses_every_reserved_account_name() {
+    let crd = serde_json::to_string(&MySQLUser::crd()).expect("serializable");
+    for name in statecraft_mysql::accounts::RESERVED_USERS.iter().filter(|n| !n.is_empty()) {
+        assert!(crd.contains(&format!("'{name}'")), "the CEL rule on spec.name misses {name}");
+    }
 }

@@ -25,8 +25,7 @@ pub const ENDPOINTS_ANNOTATION: &str = "statecraft.io/s3-endpoints";
 /// location's endpoint is not one the Secret allows. Pure, so that every user of a
 /// location (the operator's own requests, and the Jobs it creates) applies the same rule.
 pub fn refusal(secret: &Secret, location: &S3Location) -> Option<String> {
-    let labelled = secret.metadata.labels.as_ref().and_then(|l| l.get(OPT_IN_LABEL)).is_some_and(|v| v == "true");
-    if !labelled {
+    if !crate::secrets::opted_in(secret, OPT_IN_LABEL) {
         return Some(format!(
             "is not labelled {OPT_IN_LABEL}=true; only Secrets whose owner opted in are used as S3 credentials \
              (kubectl label secret {} {OPT_IN_LABEL}=true)",

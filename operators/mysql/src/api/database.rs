@@ -29,7 +29,7 @@ use super::user::DeletionPolicy;
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "self.clusterName == oldSelf.clusterName", "message": "spec.clusterName is immutable: create another MySQLDatabase for another cluster"},
+    {"rule": "self.clusterName == oldSelf.clusterName", "fieldPath": ".clusterName", "message": "spec.clusterName is immutable: create another MySQLDatabase for another cluster"},
     {
         "rule": "has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",
         "message": "spec.name is immutable: a database cannot be renamed; create another MySQLDatabase instead"

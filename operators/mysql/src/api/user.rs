@@ -29,12 +29,13 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "self.clusterName == oldSelf.clusterName", "message": "spec.clusterName is immutable: create another MySQLUser for another cluster"},
+    {"rule": "self.clusterName == oldSelf.clusterName", "fieldPath": ".clusterName", "message": "spec.clusterName is immutable: create another MySQLUser for another cluster"},
     {
         "rule": "has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name) && self.host == oldSelf.host",
         "message": "spec.name and spec.host are immutable: they name the account; create another MySQLUser instead"
     },
     {
+        "fieldPath": ".grants",
         "rule": "self.grants.all(g, self.grants.exists_one(h, h.database == g.database && h.table == g.table))",
         "message": "spec.grants: each database and table may appear in one grant only"
     }
@@ -108,12 +109,14 @@ fn password_key() -> String {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "self.database != '*' || self.table == '*'", "message": "spec.grants[].table needs a database: a table of every database cannot be granted"},
+    {"rule": "self.database != '*' || self.table == '*'", "fieldPath": ".table", "message": "spec.grants[].table needs a database: a table of every database cannot be granted"},
     {
+        "fieldPath": ".privileges",
         "rule": "self.table == '*' || self.privileges.all(p, p in ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'REFERENCES', 'INDEX', 'ALTER', 'CREATE VIEW', 'SHOW VIEW', 'TRIGGER'])",
         "message": "spec.grants[].privileges: only SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, REFERENCES, INDEX, ALTER, CREATE VIEW, SHOW VIEW and TRIGGER can be granted on a single table"
     },
     {
+        "fieldPath": ".privileges",
         "rule": "self.database == '*' || !self.privileges.exists(p, p in ['PROCESS', 'SHOW DATABASES'])",
         "message": "spec.grants[].privileges: PROCESS and SHOW DATABASES are granted on every database only (database: \"*\")"
     }

@@ -186,8 +186,9 @@ fn unsupported(flavor: Flavor) -> BackupError {
 /// - the portable alternative, `--system=users`, cannot be restored through a network
 ///   account: it grants `PROXY ON ''@'%'` to root@localhost, which only root@localhost may.
 ///
-/// The accounts the operator manages are recreated on every start by its init file. Accounts
-/// that users created themselves, and their grants, are therefore *not* in the backup.
+/// The accounts the operator manages are recreated on every start by its init file; the
+/// others (declared with MySQLUser or made by hand) follow the dump in the backup's
+/// accounts section ([`crate::accounts::server::Session::accounts_sql`]).
 pub fn dump_command(flavor: Flavor, conn: &ClientConnection) -> Result<ClientCommand, BackupError> {
     match flavor {
         Flavor::Mariadb => {

@@ -11,8 +11,8 @@
 //! flavor's client; the store verifies the object's size and SHA-256 as it goes, and a
 //! mismatch or a failing client fails the restore.
 //!
-//! What is in a backup, and what is not (the `mysql` schema, hence user-created accounts):
-//! see [`dump_command`].
+//! What is in a backup, and what is not (the `mysql` schema; the accounts other than the
+//! operator's follow the dump as SQL): see [`dump_command`] and [`backup_to_s3`].
 
 mod binlog;
 mod command;

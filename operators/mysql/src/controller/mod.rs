@@ -4,6 +4,8 @@
 //!   MySQLCluster's owned objects; it starts one clustering task per cluster.
 //! - [`task`]: the per-cluster clustering task (gather → decide → one operation), which owns
 //!   the cluster's status, the pods' role labels and everything done to the servers.
+//! - [`accounts`]: the MySQLUser and MySQLDatabase controllers: declared accounts and
+//!   databases applied on the primary.
 //! - [`acks`]: the primary's semi-sync acknowledgements (or its fallback to async) as a
 //!   condition, a metric and Events, run by the task.
 //! - [`backup`]: one Job per MySQLBackup, its report copied into the backup's status.
@@ -16,6 +18,7 @@
 //!   `status.autoScaling.replicas`, the `AutoScaling` condition, Events and metrics.
 //! - [`upgrade`]: the gates of a rolling restart (shared engine), run by the task.
 
+pub mod accounts;
 pub mod acks;
 pub mod backup;
 pub mod metrics;
@@ -42,7 +45,7 @@ use statecraft_shared::runner::Runtime;
 use statecraft_shared::tokio_util::sync::CancellationToken;
 use statecraft_shared::{Error, Result};
 
-use crate::api::{MySQLBackup, MySQLCluster, MySQLRestore};
+use crate::api::{MySQLBackup, MySQLCluster, MySQLDatabase, MySQLRestore, MySQLUser};
 
 /// Annotation on a MySQLCluster asking for a switchover to the named pod.
 pub const SWITCHOVER_ANNOTATION: &str = "mysql.statecraft.io/switchover-to";
@@ -95,11 +98,16 @@ pub async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) -> Result<()> {
         .owns(Api::<Job>::namespaced(rt.client.clone(), &ns), watcher::Config::default());
     let restores = Controller::new(Api::<MySQLRestore>::namespaced(rt.client.clone(), &ns), watcher::Config::default())
         .owns(Api::<Job>::namespaced(rt.client.clone(), &ns), watcher::Config::default());
+    let users = Controller::new(Api::<MySQLUser>::namespaced(rt.client.clone(), &ns), watcher::Config::default());
+    let databases =
+        Controller::new(Api::<MySQLDatabase>::namespaced(rt.client.clone(), &ns), watcher::Config::default());
     let ctx = Arc::new(Context::new(rt.clone(), shutdown.clone())?);
     tokio::join!(
         rt.run_controller("mysqlcluster", controller, ctx.clone(), reconcile::reconcile, shutdown.clone()),
         rt.run_controller("mysqlbackup", backups, ctx.clone(), backup::reconcile, shutdown.clone()),
-        rt.run_controller("mysqlrestore", restores, ctx, restore::reconcile, shutdown),
+        rt.run_controller("mysqlrestore", restores, ctx.clone(), restore::reconcile, shutdown.clone()),
+        rt.run_controller("mysqluser", users, ctx.clone(), accounts::reconcile_user, shutdown.clone()),
+        rt.run_controller("mysqldatabase", databases, ctx, accounts::reconcile_database, shutdown),
     );
     Ok(())
 }

@@ -23,6 +23,10 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # then every pod's sidecar logged in and running every collector.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
   mysql_exporter_sidecar_serves_every_servers_own_metrics
+# Declared accounts and databases (MySQLUser, MySQLDatabase): on every server, judged by the
+# real client in each pod; grants, password rotation, a switchover, deletion per policy.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
+  accounts::mysql_declared_accounts_and_databases_reach_every_server_and_follow_their_resources
 # The etcd operator's: install, a 3-member cluster grown through learners to Ready, a
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \

@@ -33,6 +33,8 @@ use tokio::sync::Mutex;
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 // A test target's root is this file, so its modules' paths are spelled out.
+#[path = "mysql/accounts.rs"]
+mod accounts;
 #[path = "mysql/faults.rs"]
 mod faults;
 #[path = "mysql/registers.rs"]
@@ -785,6 +787,18 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     c.query_drop("INSERT INTO app.blobs VALUES (1, REPEAT(UNHEX('00FF7F'), 100000), 'naïve 🦀 ✓')").await?;
     let source_sums = checksum(&mut c).await?;
     drop(c);
+    // A declared account travels with the backup (its accounts section).
+    accounts::apply(&db, accounts::password_secret("reporter-password", "reporter pass", true))?;
+    accounts::apply(
+        &db,
+        accounts::user("reporter", "reporter-password", json!([{"database": "app", "privileges": ["SELECT"]}])),
+    )?;
+    let users: Api<crate_api::MySQLUser> = Api::namespaced(db.cluster.client.clone(), &db.ns.name);
+    wait_until(Duration::from_secs(120), "MySQLUser reporter Ready", || async {
+        let s = users.get("reporter").await.ok()?.status?;
+        (accounts::ready_of(&s.conditions)?.0 == "True").then_some(())
+    })
+    .await?;
 
     let backup = json!({
         "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLBackup",
@@ -844,6 +858,14 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
         "CHECKSUM TABLE app.w",
     ])?;
     assert!(replica_sums.contains(&source_sums.0.map(|v| v.to_string()).unwrap_or_default()), "{replica_sums}");
+    // The declared account came with the backup, on every server of the copy, with its
+    // password and grant; the copy's own accounts kept theirs (root connected above).
+    for k in 0..3 {
+        let pod = format!("copy-{k}");
+        let rows = accounts::client_in(&db, &pod, "reporter", "reporter pass", "SELECT COUNT(*) FROM app.w")
+            .map_err(|e| format!("{pod}: the restored account: {e}"))?;
+        assert_eq!(rows.trim(), "500", "{pod}");
+    }
 
     // The backup Job ran under the source's podTemplate, the restore Job under the copy's,
     // and the copy's servers carry theirs.

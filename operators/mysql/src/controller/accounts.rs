@@ -21,7 +21,7 @@ use kube::{Api, Resource, ResourceExt};
 use statecraft_shared::finalizer::{FinalizerEvent, with_finalizer};
 use statecraft_shared::reason::{Common, Reason};
 use statecraft_shared::secrets::read_opted_in;
-use statecraft_shared::status::{ConditionType, patch_status, set_condition};
+use statecraft_shared::status::{ConditionType, patch_status, report_invalid_spec, set_condition};
 use statecraft_shared::{Error, Result};
 
 use super::Context;
@@ -163,55 +163,51 @@ pub async fn reconcile_user(user: Arc<MySQLUser>, ctx: Arc<Context>) -> Result<A
 }
 
 async fn apply_user(api: &Api<MySQLUser>, user: &MySQLUser, ctx: &Context) -> Result<Action> {
+    let account = account_of(user);
+    if let Err(e) = &account {
+        report_invalid_spec(&ctx.rt, user, |s: &mut MySQLUserStatus| &mut s.conditions, e).await?;
+    }
+    let account = account?;
     let mut status = user.status.clone().unwrap_or_default();
-    let account = match account_of(user) {
-        Ok(a) => a,
-        Err(e) => {
-            statecraft_shared::status::report_invalid_spec(
-                &ctx.rt,
-                user,
-                |s: &mut MySQLUserStatus| &mut s.conditions,
-                &e,
-            )
-            .await?;
-            return Err(e);
-        }
-    };
     let outcome = converge_user(api, user, &account, &mut status, ctx).await;
-    let action = match outcome {
-        Ok(Ok(applied)) => {
-            let message = format!("{account} is on the primary as declared");
-            report(ctx, user, &mut status.conditions, true, MySql::Declared, &message).await;
-            if applied > 0 {
-                let note = format!("{account}: {applied} statement(s) applied on the primary");
-                ctx.rt.events.normal(user, MySql::AccountApplied, "Apply", note).await;
-            }
-            status.account = Some(account.to_string());
-            status.observed_generation = user.meta().generation;
-            Ok(Action::requeue(RECHECK))
-        }
-        Ok(Err(wait)) => {
-            report(ctx, user, &mut status.conditions, false, wait.reason, &wait.message).await;
-            Ok(Action::requeue(WAIT))
-        }
-        Err(e) => {
-            report(ctx, user, &mut status.conditions, false, e.reason(), &e.to_string()).await;
-            Err(e)
-        }
-    };
+    let action = conclude(ctx, user, &mut status.conditions, outcome).await;
     patch_status(api, user, user.status.as_ref(), &status, ctx.rt.field_manager).await?;
     action
 }
 
-/// Brings the account to its declaration; the number of statements that took, or what
-/// is waited for.
+/// Sets Ready from a pass's outcome (the Ready message, a wait, or an error) and says when
+/// to look again.
+async fn conclude(
+    ctx: &Context,
+    obj: &(impl Resource<DynamicType = ()> + Sync),
+    conditions: &mut Vec<Condition>,
+    outcome: Result<std::result::Result<String, Wait>>,
+) -> Result<Action> {
+    match outcome {
+        Ok(Ok(message)) => {
+            report(ctx, obj, conditions, true, MySql::Declared, &message).await;
+            Ok(Action::requeue(RECHECK))
+        }
+        Ok(Err(wait)) => {
+            report(ctx, obj, conditions, false, wait.reason, &wait.message).await;
+            Ok(Action::requeue(WAIT))
+        }
+        Err(e) => {
+            report(ctx, obj, conditions, false, e.reason(), &e.to_string()).await;
+            Err(e)
+        }
+    }
+}
+
+/// Brings the account to its declaration and records it in `status`; the Ready message, or
+/// what is waited for.
 async fn converge_user(
     api: &Api<MySQLUser>,
     user: &MySQLUser,
     account: &Account,
     status: &mut MySQLUserStatus,
     ctx: &Context,
-) -> Result<std::result::Result<usize, Wait>> {
+) -> Result<std::result::Result<String, Wait>> {
     let cluster = &user.spec.cluster_name;
     let others = api.list(&ListParams::default()).await.map_err(|e| Error::kube("listing MySQLUsers", e))?;
     let same = |o: &MySQLUser| o.spec.cluster_name == *cluster && account_of(o).is_ok_and(|a| a == *account);
@@ -241,8 +237,14 @@ async fn converge_user(
     let observed = session.observe_user(account).await.map_err(data_plane_error)?;
     let plan = plan_user(&desired, observed.as_ref());
     session.apply(&plan).await.map_err(data_plane_error)?;
+    if !plan.is_empty() {
+        let note = format!("{account}: {} statement(s) applied on the primary", plan.len());
+        ctx.rt.events.normal(user, MySql::AccountApplied, "Apply", note).await;
+    }
     status.password_version = Some(password.version);
-    Ok(Ok(plan.len()))
+    status.account = Some(account.to_string());
+    status.observed_generation = user.meta().generation;
+    Ok(Ok(format!("{account} is on the primary as declared")))
 }
 
 async fn remove_user(user: &MySQLUser, ctx: &Context) -> Result<Action> {
@@ -311,51 +313,27 @@ pub async fn reconcile_database(db: Arc<MySQLDatabase>, ctx: Arc<Context>) -> Re
 }
 
 async fn apply_database(api: &Api<MySQLDatabase>, db: &MySQLDatabase, ctx: &Context) -> Result<Action> {
+    let name = database_of(db);
+    if let Err(e) = &name {
+        report_invalid_spec(&ctx.rt, db, |s: &mut MySQLDatabaseStatus| &mut s.conditions, e).await?;
+    }
+    let name = name?;
     let mut status = db.status.clone().unwrap_or_default();
-    let name = match database_of(db) {
-        Ok(n) => n,
-        Err(e) => {
-            statecraft_shared::status::report_invalid_spec(
-                &ctx.rt,
-                db,
-                |s: &mut MySQLDatabaseStatus| &mut s.conditions,
-                &e,
-            )
-            .await?;
-            return Err(e);
-        }
-    };
-    let action = match converge_database(api, db, &name, ctx).await {
-        Ok(Ok(applied)) => {
-            let message = format!("database {name:?} is on the primary as declared");
-            report(ctx, db, &mut status.conditions, true, MySql::Declared, &message).await;
-            if let Some(statement) = applied {
-                ctx.rt.events.normal(db, MySql::DatabaseApplied, "Apply", statement).await;
-            }
-            status.database = Some(name);
-            status.observed_generation = db.meta().generation;
-            Ok(Action::requeue(RECHECK))
-        }
-        Ok(Err(wait)) => {
-            report(ctx, db, &mut status.conditions, false, wait.reason, &wait.message).await;
-            Ok(Action::requeue(WAIT))
-        }
-        Err(e) => {
-            report(ctx, db, &mut status.conditions, false, e.reason(), &e.to_string()).await;
-            Err(e)
-        }
-    };
+    let outcome = converge_database(api, db, &name, &mut status, ctx).await;
+    let action = conclude(ctx, db, &mut status.conditions, outcome).await;
     patch_status(api, db, db.status.as_ref(), &status, ctx.rt.field_manager).await?;
     action
 }
 
-/// Creates the database or sets its defaults; the statement that took, or what is waited for.
+/// Creates the database or sets its defaults and records it in `status`; the Ready
+/// message, or what is waited for.
 async fn converge_database(
     api: &Api<MySQLDatabase>,
     db: &MySQLDatabase,
     name: &str,
+    status: &mut MySQLDatabaseStatus,
     ctx: &Context,
-) -> Result<std::result::Result<Option<String>, Wait>> {
+) -> Result<std::result::Result<String, Wait>> {
     let cluster = &db.spec.cluster_name;
     let others = api.list(&ListParams::default()).await.map_err(|e| Error::kube("listing MySQLDatabases", e))?;
     let same = |o: &MySQLDatabase| o.spec.cluster_name == *cluster && database_of(o).is_ok_and(|n| n == name);
@@ -374,10 +352,13 @@ async fn converge_database(
     };
     let observed = session.observe_database(name).await.map_err(data_plane_error)?;
     let plan = plan_database(&desired, observed.as_ref());
-    if let Some(statement) = &plan {
-        session.execute(statement).await.map_err(data_plane_error)?;
+    if let Some(statement) = plan {
+        session.execute(&statement).await.map_err(data_plane_error)?;
+        ctx.rt.events.normal(db, MySql::DatabaseApplied, "Apply", statement).await;
     }
-    Ok(Ok(plan))
+    status.database = Some(name.to_string());
+    status.observed_generation = db.meta().generation;
+    Ok(Ok(format!("database {name:?} is on the primary as declared")))
 }
 
 async fn remove_database(db: &MySQLDatabase, ctx: &Context) -> Result<Action> {

@@ -275,3 +275,44 @@ async fn a_backup_whose_accounts_cannot_be_read_stores_nothing() -> TestResult {
     assert!(s3.incomplete_upload_files()?.is_empty(), "no multipart leftovers");
     Ok(())
 }
+
+/// The operator may stop after any statement of a plan (killed, its connection cut): the
+/// next pass observes what took and plans the rest, whichever statement it stopped after.
+#[tokio::test]
+async fn a_plan_cut_after_any_statement_is_finished_by_the_next_pass() -> TestResult {
+    let server = start_server(0).await;
+    writable(&server).await;
+    let mut root = as_root(&server).await;
+    root.execute("CREATE DATABASE shop").await?;
+    root.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY)").await?;
+    let before =
+        app("before", &[grant(&[Privilege::Select, Privilege::Insert], "shop", "*", true)], &Limits::default());
+    let after = DesiredUser {
+        password: "after".into(),
+        password_changed: true,
+        ..app(
+            "after",
+            &[grant(&[Privilege::Select], "shop", "*", false), grant(&[Privilege::Update], "shop", "orders", false)],
+            &Limits { max_queries_per_hour: Some(1000), ..Limits::default() },
+        )
+    };
+    let full = {
+        converge(&mut root, &before).await?;
+        let observed = root.observe_user(&after.account).await?;
+        plan_user(&after, observed.as_ref()).len()
+    };
+    assert!(full >= 5, "the change takes several statements: {full}");
+    for cut in 0..full {
+        root.drop_user(&before.account).await?;
+        converge(&mut root, &before).await?;
+        let observed = root.observe_user(&after.account).await?;
+        let plan = plan_user(&after, observed.as_ref());
+        root.apply(&plan[..cut]).await?;
+        // The next pass: the password Secret's version is still not recorded.
+        converge(&mut root, &after).await.map_err(|e| format!("cut after {cut} statements: {e}"))?;
+        client(&server, "app", "after", "SELECT COUNT(*) FROM shop.orders")
+            .await
+            .map_err(|e| format!("cut after {cut} statements: {e}"))?;
+    }
+    Ok(())
+}

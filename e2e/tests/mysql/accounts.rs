@@ -110,7 +110,12 @@ async fn mysql_declared_accounts_and_databases_reach_every_server_and_follow_the
     })
     .await?;
     let declared_after = started.elapsed();
-    let thief = users.get("thief").await?.status.unwrap_or_default();
+    // Each resource is reconciled on its own: the refusal is waited for, not assumed.
+    let thief = wait_until(Duration::from_secs(60), "MySQLUser thief refused", || async {
+        let s = users.get("thief").await.ok()?.status?;
+        ready_of(&s.conditions).is_some().then_some(s)
+    })
+    .await?;
     assert_eq!(ready_of(&thief.conditions), Some(("False".into(), "PasswordSecretRefused".into())), "{thief:?}");
     assert_eq!(thief.account, None);
 

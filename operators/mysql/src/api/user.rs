@@ -65,7 +65,7 @@ pub struct MySQLUserSpec {
 
     /// The Secret (in this namespace) and key holding the password. The Secret must be
     /// labelled `mysql.statecraft.io/user-password: "true"`: the operator reads only Secrets
-    /// whose owner opted in. A changed password is applied within a minute.
+    /// whose owner opted in. A changed password is applied at the next check (every minute).
     pub password_secret_ref: PasswordSecretRef,
 
     /// What the account may do: one entry per database (or table), none for an account

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, OptsBuilder};
 
 use super::{Account, GrantMap, ObservedDatabase, ObservedUser, Scope, identifier};
-use crate::clustering::dataplane::{CONNECT_TIMEOUT, DataPlaneError, Endpoint};
+use crate::clustering::dataplane::{DataPlaneError, Endpoint, connect_as};
 use crate::flavor::SecretSql;
 
 /// Deadline of one observation or one plan's statements.
@@ -22,18 +22,7 @@ pub struct Session {
 impl Session {
     /// Connects to `ep` as `user`.
     pub async fn connect(ep: &Endpoint, user: &str, password: &str) -> Result<Self, DataPlaneError> {
-        let opts = OptsBuilder::default()
-            .ip_or_hostname(ep.host.clone())
-            .tcp_port(ep.port)
-            .user(Some(user))
-            .pass(Some(password))
-            .prefer_socket(false);
-        let endpoint = ep.to_string();
-        match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
-            Ok(Ok(conn)) => Ok(Session { conn, endpoint }),
-            Ok(Err(source)) => Err(DataPlaneError::Sql { endpoint, source }),
-            Err(_) => Err(DataPlaneError::Timeout { endpoint, timeout: CONNECT_TIMEOUT }),
-        }
+        Ok(Session { conn: connect_as(ep, user, password).await?, endpoint: ep.to_string() })
     }
 
     async fn within<T>(

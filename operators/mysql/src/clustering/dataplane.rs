@@ -140,6 +140,21 @@ pub struct DataPlane {
     replication_password: String,
 }
 
+/// A TCP connection to `ep` as `user`, within [`CONNECT_TIMEOUT`].
+pub async fn connect_as(ep: &Endpoint, user: &str, password: &str) -> Result<Conn, DataPlaneError> {
+    let opts = OptsBuilder::default()
+        .ip_or_hostname(ep.host.clone())
+        .tcp_port(ep.port)
+        .user(Some(user))
+        .pass(Some(password))
+        .prefer_socket(false);
+    match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(DataPlaneError::Sql { endpoint: ep.to_string(), source: e }),
+        Err(_) => Err(DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: CONNECT_TIMEOUT }),
+    }
+}
+
 impl std::fmt::Debug for DataPlane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DataPlane").field("flavor", &self.flavor.flavor()).finish_non_exhaustive()
@@ -169,17 +184,7 @@ impl DataPlane {
     }
 
     async fn connect(&self, ep: &Endpoint) -> Result<Conn, DataPlaneError> {
-        let opts = OptsBuilder::default()
-            .ip_or_hostname(ep.host.clone())
-            .tcp_port(ep.port)
-            .user(Some(OPERATOR_USER))
-            .pass(Some(self.operator_password.clone()))
-            .prefer_socket(false);
-        match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
-            Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(DataPlaneError::Sql { endpoint: ep.to_string(), source: e }),
-            Err(_) => Err(DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: CONNECT_TIMEOUT }),
-        }
+        connect_as(ep, OPERATOR_USER, &self.operator_password).await
     }
 
     /// Runs `statements` in order on one connection, within `timeout`.

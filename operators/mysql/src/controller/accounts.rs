@@ -61,8 +61,8 @@ impl Wait {
     }
 }
 
-/// The primary of cluster `name` and root's password, or what is missing.
-async fn primary(ctx: &Context, name: &str) -> Result<std::result::Result<(MySQLCluster, Session), Wait>> {
+/// A session as `root` on the primary of cluster `name`, or what is missing.
+async fn primary(ctx: &Context, name: &str) -> Result<std::result::Result<Session, Wait>> {
     let rt = &ctx.rt;
     let clusters: Api<MySQLCluster> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let cluster = clusters.get_opt(name).await.map_err(|e| Error::kube(format!("reading MySQLCluster {name}"), e))?;
@@ -83,10 +83,8 @@ async fn primary(ctx: &Context, name: &str) -> Result<std::result::Result<(MySQL
         return Ok(Err(Wait::new(MySql::WaitingForPrimary, format!("Secret {} has no passwords yet", names.secret()))));
     };
     let endpoint = Endpoint { host: names.pod_host(ordinal), port: MYSQL_PORT as u16 };
-    let session = Session::connect(&endpoint, ROOT_USER, &passwords.root)
-        .await
-        .map_err(|e| Error::DataPlane { system: "mysql".into(), message: e.to_string() })?;
-    Ok(Ok((cluster, session)))
+    let session = Session::connect(&endpoint, ROOT_USER, &passwords.root).await.map_err(data_plane_error)?;
+    Ok(Ok(session))
 }
 
 /// The name of the object among `others` (same kind, same namespace) that is older than
@@ -223,7 +221,7 @@ async fn converge_user(
             // answers again): looked at again soon either way.
             Err(refusal) => return Ok(Err(Wait::new(MySql::PasswordSecretRefused, refusal.to_string()))),
         };
-    let (_, mut session) = match primary(ctx, cluster).await? {
+    let mut session = match primary(ctx, cluster).await? {
         Ok(p) => p,
         Err(wait) => return Ok(Err(wait)),
     };
@@ -255,7 +253,7 @@ async fn remove_user(user: &MySQLUser, ctx: &Context) -> Result<Action> {
     };
     let account = account_of(user)?;
     match primary(ctx, &user.spec.cluster_name).await? {
-        Ok((_, mut session)) => {
+        Ok(mut session) => {
             session.drop_user(&account).await.map_err(data_plane_error)?;
             ctx.rt.events.normal(user, MySql::AccountDropped, "Delete", format!("{shown} dropped")).await;
             Ok(Action::await_change())
@@ -341,7 +339,7 @@ async fn converge_database(
         let message = format!("MySQLDatabase {owner:?} already declares database {name:?} on cluster {cluster:?}");
         return Ok(Err(Wait::new(MySql::Conflict, message)));
     }
-    let (_, mut session) = match primary(ctx, cluster).await? {
+    let mut session = match primary(ctx, cluster).await? {
         Ok(p) => p,
         Err(wait) => return Ok(Err(wait)),
     };
@@ -367,7 +365,7 @@ async fn remove_database(db: &MySQLDatabase, ctx: &Context) -> Result<Action> {
         return Ok(Action::await_change());
     };
     match primary(ctx, &db.spec.cluster_name).await? {
-        Ok((_, mut session)) => {
+        Ok(mut session) => {
             session.drop_database(&name).await.map_err(data_plane_error)?;
             let note = format!("database {name:?} dropped with its tables (deletionPolicy: Delete)");
             ctx.rt.events.normal(db, MySql::DatabaseDropped, "Delete", note).await;

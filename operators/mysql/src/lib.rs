@@ -3,8 +3,10 @@
 //! What exists (the groundwork of issue 4):
 //!
 //! - [`api`]: the custom resources of `mysql.statecraft.io/v1alpha1` — `MySQLCluster`,
-//!   `MySQLBackup`, `MySQLRestore` — with schema and CEL validation, printer columns and a
-//!   description on every field. `crd` prints them.
+//!   `MySQLBackup`, `MySQLRestore`, `MySQLUser`, `MySQLDatabase` — with schema and CEL
+//!   validation, printer columns and a description on every field. `crd` prints them.
+//! - [`accounts`]: declared accounts and databases: the plans from what a server holds to
+//!   what a MySQLUser or MySQLDatabase declares, and the session that reads and applies them.
 //! - [`validate`]: the pure checks the schema cannot make (supported versions per flavor,
 //!   server settings the operator owns, semi-sync timeout bounds, backup schedule).
 //! - [`build`]: pure builders of the owned objects — StatefulSet, headless / read-write /

@@ -60,6 +60,13 @@ pub(super) fn user(name: &str, secret: &str, grants: serde_json::Value) -> serde
     })
 }
 
+/// Replaces MySQLUser `name`'s grants.
+fn regrant(db: &Db, name: &str, grants: serde_json::Value) -> TestResult {
+    let patch = json!({"spec": {"grants": grants}}).to_string();
+    db.kubectl(&["patch", "mysqluser", name, "--type=merge", "-p", &patch])?;
+    Ok(())
+}
+
 /// The Ready condition's (status, reason) of a MySQLUser or MySQLDatabase.
 pub(super) fn ready_of(
     conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
@@ -136,14 +143,7 @@ async fn mysql_declared_accounts_and_databases_reach_every_server_and_follow_the
     }
 
     // Grants follow the resource: INSERT revoked on every server.
-    db.kubectl(&[
-        "patch",
-        "mysqluser",
-        "app",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"grants":[{"database":"shop","privileges":["SELECT"]}]}}"#,
-    ])?;
+    regrant(&db, "app", json!([{"database": "shop", "privileges": ["SELECT"]}]))?;
     let revoked = on_every_server(&db, "INSERT revoked on every server", Duration::from_secs(60), |db, pod| {
         client_in(db, pod, "app", pw, "SHOW GRANTS")
             .is_ok_and(|g| g.contains("GRANT SELECT ON `shop`.*") && !g.contains("INSERT"))
@@ -176,14 +176,7 @@ async fn mysql_declared_accounts_and_databases_reach_every_server_and_follow_the
     })
     .await?;
     db.ready().await?;
-    db.kubectl(&[
-        "patch",
-        "mysqluser",
-        "app",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"grants":[{"database":"shop","privileges":["SELECT","DELETE"]}]}}"#,
-    ])?;
+    regrant(&db, "app", json!([{"database": "shop", "privileges": ["SELECT", "DELETE"]}]))?;
     on_every_server(&db, "DELETE granted after the switchover", Duration::from_secs(90), |db, pod| {
         client_in(db, pod, "app", "second-pass", "SHOW GRANTS").is_ok_and(|g| g.contains("DELETE"))
     })

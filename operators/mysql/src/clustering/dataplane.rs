@@ -140,6 +140,14 @@ pub struct DataPlane {
     replication_password: String,
 }
 
+/// A failed request to a server, as the controllers report it (`DataPlaneError` reason,
+/// retried with back-off).
+impl From<DataPlaneError> for statecraft_shared::Error {
+    fn from(e: DataPlaneError) -> Self {
+        statecraft_shared::Error::DataPlane { system: "mysql".into(), message: e.to_string() }
+    }
+}
+
 /// A TCP connection to `ep` as `user`, within [`CONNECT_TIMEOUT`].
 pub async fn connect_as(ep: &Endpoint, user: &str, password: &str) -> Result<Conn, DataPlaneError> {
     let opts = OptsBuilder::default()

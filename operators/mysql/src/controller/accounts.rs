@@ -83,7 +83,7 @@ async fn primary(ctx: &Context, name: &str) -> Result<std::result::Result<Sessio
         return Ok(Err(Wait::new(MySql::WaitingForPrimary, format!("Secret {} has no passwords yet", names.secret()))));
     };
     let endpoint = Endpoint { host: names.pod_host(ordinal), port: MYSQL_PORT as u16 };
-    let session = Session::connect(&endpoint, ROOT_USER, &passwords.root).await.map_err(data_plane_error)?;
+    let session = Session::connect(&endpoint, ROOT_USER, &passwords.root).await?;
     Ok(Ok(session))
 }
 
@@ -93,10 +93,6 @@ fn older_claimant<K: Resource>(me: &K, others: &[K], same: impl Fn(&K) -> bool) 
     let key = |k: &K| (k.meta().creation_timestamp.clone().map(|t| t.0), k.name_any());
     let mine = key(me);
     others.iter().filter(|o| o.uid() != me.uid() && same(o)).map(key).filter(|k| *k < mine).min().map(|(_, n)| n)
-}
-
-fn data_plane_error(e: crate::clustering::dataplane::DataPlaneError) -> Error {
-    Error::DataPlane { system: "mysql".into(), message: e.to_string() }
 }
 
 /// Sets Ready in `conditions`; publishes a Warning when a refusal or wait is new.
@@ -232,9 +228,9 @@ async fn converge_user(
         limits: limit_values(&user.spec.limits),
         grants: desired_grants(&user.spec.grants),
     };
-    let observed = session.observe_user(account).await.map_err(data_plane_error)?;
+    let observed = session.observe_user(account).await?;
     let plan = plan_user(&desired, observed.as_ref());
-    session.apply(&plan).await.map_err(data_plane_error)?;
+    session.apply(&plan).await?;
     if !plan.is_empty() {
         let note = format!("{account}: {} statement(s) applied on the primary", plan.len());
         ctx.rt.events.normal(user, MySql::AccountApplied, "Apply", note).await;
@@ -254,22 +250,25 @@ async fn remove_user(user: &MySQLUser, ctx: &Context) -> Result<Action> {
     let account = account_of(user)?;
     match primary(ctx, &user.spec.cluster_name).await? {
         Ok(mut session) => {
-            session.drop_user(&account).await.map_err(data_plane_error)?;
+            session.drop_user(&account).await?;
             ctx.rt.events.normal(user, MySql::AccountDropped, "Delete", format!("{shown} dropped")).await;
             Ok(Action::await_change())
         }
-        Err(wait) => release_or_wait(user, ctx, wait, &shown).await,
+        Err(wait) => release_or_wait(user, &user.spec.cluster_name, ctx, wait, &shown).await,
     }
 }
 
-/// Deleting waits for a primary to drop `what` from, unless the cluster is gone, being
-/// deleted or stopped: then nothing can be dropped, and the resource goes with a Warning.
-async fn release_or_wait<K>(obj: &K, ctx: &Context, wait: Wait, what: &str) -> Result<Action>
-where
-    K: Resource<DynamicType = ()> + Sync + HasCluster,
-{
+/// Deleting `obj` waits for a primary of cluster `name` to drop `what` from, unless the
+/// cluster is gone, being deleted or stopped: then nothing can be dropped, and the resource
+/// goes with a Warning.
+async fn release_or_wait(
+    obj: &(impl Resource<DynamicType = ()> + Sync),
+    name: &str,
+    ctx: &Context,
+    wait: Wait,
+    what: &str,
+) -> Result<Action> {
     let clusters: Api<MySQLCluster> = Api::namespaced(ctx.rt.client.clone(), &ctx.rt.namespace);
-    let name = obj.cluster_name();
     let cluster = clusters.get_opt(name).await.map_err(|e| Error::kube(format!("reading MySQLCluster {name}"), e))?;
     let gone = cluster.as_ref().is_none_or(|c| c.meta().deletion_timestamp.is_some() || c.spec.stopped);
     if gone {
@@ -279,23 +278,6 @@ where
     }
     ctx.rt.events.warning(obj, wait.reason, "Delete", format!("dropping {what} waits: {}", wait.message)).await;
     Ok(Action::requeue(WAIT))
-}
-
-/// The cluster a declared resource belongs to.
-trait HasCluster {
-    fn cluster_name(&self) -> &str;
-}
-
-impl HasCluster for MySQLUser {
-    fn cluster_name(&self) -> &str {
-        &self.spec.cluster_name
-    }
-}
-
-impl HasCluster for MySQLDatabase {
-    fn cluster_name(&self) -> &str {
-        &self.spec.cluster_name
-    }
 }
 
 /// Reconciles one MySQLDatabase.
@@ -348,10 +330,10 @@ async fn converge_database(
         character_set: db.spec.character_set.clone(),
         collation: db.spec.collation.clone(),
     };
-    let observed = session.observe_database(name).await.map_err(data_plane_error)?;
+    let observed = session.observe_database(name).await?;
     let plan = plan_database(&desired, observed.as_ref());
     if let Some(statement) = plan {
-        session.execute(&statement).await.map_err(data_plane_error)?;
+        session.execute(&statement).await?;
         ctx.rt.events.normal(db, MySql::DatabaseApplied, "Apply", statement).await;
     }
     status.database = Some(name.to_string());
@@ -366,12 +348,12 @@ async fn remove_database(db: &MySQLDatabase, ctx: &Context) -> Result<Action> {
     };
     match primary(ctx, &db.spec.cluster_name).await? {
         Ok(mut session) => {
-            session.drop_database(&name).await.map_err(data_plane_error)?;
+            session.drop_database(&name).await?;
             let note = format!("database {name:?} dropped with its tables (deletionPolicy: Delete)");
             ctx.rt.events.normal(db, MySql::DatabaseDropped, "Delete", note).await;
             Ok(Action::await_change())
         }
-        Err(wait) => release_or_wait(db, ctx, wait, &format!("database {name:?}")).await,
+        Err(wait) => release_or_wait(db, &db.spec.cluster_name, ctx, wait, &format!("database {name:?}")).await,
     }
 }
 

@@ -142,7 +142,7 @@ impl UpgradeGates for Gates<'_> {
                 Ok(Gate::Open)
             }
             Ok(_) => Ok(Gate::Open),
-            Err(e) => Err(statecraft_shared::Error::DataPlane { system: "mysql".into(), message: e.to_string() }),
+            Err(e) => Err(e.into()),
         }
     }
 

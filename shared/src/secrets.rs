@@ -82,18 +82,22 @@ pub async fn read_opted_in(
     key: &str,
     label: &str,
 ) -> Result<SecretValue, SecretRefusal> {
+    value_of(&get(client, namespace, name).await?, name, key, label)
+}
+
+/// Secret `name`, or why it cannot be had: [`SecretRefusal::Missing`], or
+/// [`SecretRefusal::Unreadable`] (transient unless the API server refused the request
+/// itself, other than for load).
+pub async fn get(client: Client, namespace: &str, name: &str) -> Result<Secret, SecretRefusal> {
     let api: Api<Secret> = Api::namespaced(client, namespace);
-    let secret = match api.get(name).await {
-        Ok(s) => s,
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            return Err(SecretRefusal::Missing { name: name.into() });
-        }
+    match api.get(name).await {
+        Ok(s) => Ok(s),
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(SecretRefusal::Missing { name: name.into() }),
         Err(kube::Error::Api(status)) if (400..500).contains(&status.code) && status.code != 429 => {
-            return Err(SecretRefusal::Unreadable { name: name.into(), message: status.message, transient: false });
+            Err(SecretRefusal::Unreadable { name: name.into(), message: status.message, transient: false })
         }
-        Err(e) => return Err(SecretRefusal::Unreadable { name: name.into(), message: e.to_string(), transient: true }),
-    };
-    value_of(&secret, name, key, label)
+        Err(e) => Err(SecretRefusal::Unreadable { name: name.into(), message: e.to_string(), transient: true }),
+    }
 }
 
 /// [`read_opted_in`]'s checks on a Secret already read.

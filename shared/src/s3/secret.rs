@@ -12,6 +12,8 @@
 use k8s_openapi::api::core::v1::Secret;
 use tracing::debug;
 
+use crate::secrets::SecretRefusal;
+
 use super::{S3Credentials, S3CredentialsSecretRef, S3Error, S3Location};
 
 /// The label a Secret must carry, with the value `"true"`, to be used as S3 credentials.
@@ -54,16 +56,12 @@ pub async fn opted_in_credentials(
         message,
         transient,
     };
-    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
-    let secret = match api.get(&r.name).await {
+    let secret = match crate::secrets::get(client, namespace, &r.name).await {
         Ok(s) => s,
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            return Err(secret_error("not found".to_owned(), false));
+        Err(SecretRefusal::Unreadable { message, transient, .. }) => {
+            return Err(secret_error(format!("cannot be read: {message}"), transient));
         }
-        Err(kube::Error::Api(status)) if (400..500).contains(&status.code) && status.code != 429 => {
-            return Err(secret_error(format!("cannot be read: {}", status.message), false));
-        }
-        Err(e) => return Err(secret_error(format!("cannot be read: {e}"), true)),
+        Err(_) => return Err(secret_error("not found".to_owned(), false)),
     };
     if let Some(why) = refusal(&secret, location) {
         return Err(secret_error(why, false));

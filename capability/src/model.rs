@@ -369,6 +369,16 @@ pub const CRITERIA: &[Criterion] = &[
         "E2e: a restore to a point in time between two backups (from the backup plus the change log) has \
          exactly the data of that time.",
     ),
+    c(
+        "L3.volume-expansion",
+        FullLifecycle,
+        E2e,
+        false,
+        "Grows the operand's storage",
+        "E2e: a larger storage size in the CR grows every member's volume while the members run (no restart \
+         where the storage grows online) and no write fails; a size the storage cannot take, or a smaller one, \
+         is refused with the reason and changes nothing.",
+    ),
     // Level 4: Deep Insights.
     c(
         "L4.metrics",

@@ -181,12 +181,16 @@ mod tests {
     fn every_reason_is_in_the_docs() {
         assert_eq!(undocumented::<MySql>(DOC), Vec::<&str>::new(), "add them to docs/mysql.md § Reasons");
         assert_eq!(undocumented::<Common>(DOC), Vec::<&str>::new(), "add them to docs/mysql.md § Reasons");
+        let sizing = undocumented::<statecraft_shared::statefulset::growth::Sizing>(DOC);
+        assert_eq!(sizing, Vec::<&str>::new(), "add them to docs/mysql.md § Reasons");
     }
 
     /// A word in both catalogues would be documented twice and mean two things.
     #[test]
     fn no_entry_is_also_a_common_one() {
         let common: Vec<&str> = Common::VARIANTS.iter().map(|&c| c.into()).collect();
+        let sizing = statecraft_shared::statefulset::growth::Sizing::VARIANTS.iter().map(|&s| s.into());
+        let common: Vec<&str> = common.into_iter().chain(sizing).collect();
         let both: Vec<&str> = MySql::VARIANTS.iter().map(|&m| m.into()).filter(|m| common.contains(m)).collect();
         assert_eq!(both, Vec::<&str>::new());
     }

@@ -322,9 +322,13 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     let deadline = clusters.get("d2").await?.spec.backup.map(|b| b.deadline.active_deadline_seconds);
     assert_eq!(deadline, Some(Some(3600)));
 
-    // Immutable fields; scaling is allowed.
+    // Immutable fields; scaling and a new size are allowed (the operator judges a size
+    // against the volumes: smaller ones are refused there, not here, so that a refused
+    // growth can be set back).
     assert_rejected(patch_spec(&clusters, "ok", json!({"flavor": "mysql"})).await, "spec.flavor");
-    assert_rejected(patch_spec(&clusters, "ok", json!({"storage": {"size": "2Gi"}})).await, "spec.storage.size");
+    assert_eq!(patch_spec(&clusters, "ok", json!({"storage": {"size": "2Gi"}})).await, None);
+    assert_eq!(patch_spec(&clusters, "ok", json!({"storage": {"size": "1Gi"}})).await, None);
+    assert_rejected(patch_spec(&clusters, "ok", json!({"storage": {"size": "0"}})).await, "spec.storage.size");
     assert_rejected(
         patch_spec(&clusters, "ok", json!({"storage": {"size": "1Gi", "storageClassName": "fast"}})).await,
         "spec.storage.storageClassName",

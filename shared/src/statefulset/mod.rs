@@ -1,11 +1,12 @@
 //! The objects every StatefulSet-backed cluster owns, built the same way by every operator:
 //! the names of the cluster's objects and pods ([`Names`]), their metadata, the headless
 //! Service that gives pods stable DNS names, the PodDisruptionBudget, the data volume claim
-//! template (and the opt-in fix of its ownership) and the StatefulSet around an operator's
-//! own pod template. An operator adds
+//! template (and the opt-in fix of its ownership), the StatefulSet around an operator's
+//! own pod template, and the growth of its volumes. An operator adds
 //! only what is specific to its system (containers, client Services, configuration).
 
 mod claim;
+pub mod growth;
 mod names;
 mod ownership;
 mod pdb;

@@ -49,12 +49,6 @@ use statecraft_shared::upgrade::UpgradeProgress;
         "reason": "FieldValueForbidden"
     },
     {
-        "rule": "self.storage.size == oldSelf.storage.size",
-        "message": "spec.storage.size is immutable in v1alpha1",
-        "fieldPath": ".storage.size",
-        "reason": "FieldValueForbidden"
-    },
-    {
         "rule": "!has(self.autoScaling) || (self.replicas >= self.autoScaling.minReplicas && self.replicas <= self.autoScaling.maxReplicas)",
         "message": "spec.replicas must be between spec.autoScaling.minReplicas and spec.autoScaling.maxReplicas",
         "fieldPath": ".replicas",
@@ -344,8 +338,11 @@ pub enum Flavor {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Storage {
-    /// Size of each server's volume, a Kubernetes quantity such as `10Gi`. Immutable in
-    /// v1alpha1.
+    /// Size of each server's volume, a Kubernetes quantity such as `10Gi`. A larger size
+    /// grows the volumes, without a restart where the storage grows them online, if the
+    /// StorageClass allows it (`allowVolumeExpansion`); otherwise Kubernetes' refusal is
+    /// reported in the `VolumesSized` condition. Volumes never shrink: a size below what
+    /// they have is refused there too.
     #[schemars(length(min = 1, max = 64))]
     #[schemars(extend("x-kubernetes-validations" = [
         {"rule": "isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", "message": "spec.storage.size must be a positive quantity such as 10Gi"}

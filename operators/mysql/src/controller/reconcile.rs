@@ -11,6 +11,7 @@ use kube::api::ApiResource;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use statecraft_shared::apply::{Applier, OrphanPolicy};
+use statecraft_shared::statefulset::growth::keep_claim_size;
 use statecraft_shared::status::report_invalid_spec;
 use statecraft_shared::{Error, Result};
 use tracing::info;
@@ -91,6 +92,14 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         // primary to a lower ordinal, then the StatefulSet shrinks.
         let wanted = crate::autoscale::replicas(&cluster);
         spec.replicas = Some(recorded_primary(&cluster).map_or(wanted, |p| wanted.max(p as i32 + 1)));
+    }
+    // Kubernetes refuses a change to the claim template: a larger size grows the claims
+    // (the clustering task), the template keeps the size the cluster was created with.
+    let statefulsets: Api<StatefulSet> = Api::namespaced(rt.client.clone(), &rt.namespace);
+    if let Some(existing) =
+        statefulsets.get_opt(&names.set().statefulset()).await.map_err(|e| Error::kube("reading the StatefulSet", e))?
+    {
+        keep_claim_size(&mut sts, &existing);
     }
     applier.apply(sts).await?;
     // The password Secret is always desired while the cluster exists (and the Role has no

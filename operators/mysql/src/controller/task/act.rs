@@ -1,6 +1,7 @@
 //! What a clustering pass does: the one operation the decision asks for, and, when the
 //! clustering has nothing to do, the next step of a rolling upgrade; then scheduled
-//! backups and read-replica auto-scaling. Each is recorded in the status it is given.
+//! backups, read-replica auto-scaling and the growth of the volumes. Each is recorded in the
+//! status it is given.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -164,6 +165,19 @@ pub async fn act(
         let rolling = roll.as_ref().is_some_and(|a| *a != Action::Done);
         if memory.scaler.pass(ctx, cluster, &o.observed, decision, rolling, status).await {
             next = Next::Now;
+        }
+    }
+
+    // The volumes follow a valid spec's size; the servers are not involved.
+    if let Some(valid) = &o.valid {
+        let members = u32::try_from(crate::autoscale::replicas(cluster)).unwrap_or(0);
+        let size = &valid.spec.storage.size;
+        if let Err(e) = memory
+            .growth
+            .pass(&rt.client, &names.set(), members, size, cluster, &rt.events, &mut status.conditions)
+            .await
+        {
+            warn!(cluster = %name, error = %e, "growing the volumes failed");
         }
     }
     Ok(Acted { next, done: roll })

@@ -73,6 +73,8 @@ struct Memory {
     routes: Routes,
     /// When each pod being deleted was first seen so (by uid), for the hand-over's start.
     terminating_since: BTreeMap<String, Instant>,
+    /// The growth of the data volumes to `spec.storage.size`.
+    growth: statecraft_shared::statefulset::growth::Growth,
 }
 
 impl ClusterLoop for Clustering {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes components (one multi-call binary plus symlinks) and the
-# pinned etcd, etcdctl and etcdutl from their Go modules into $CACHE/bin. Skips the build
-# when the Go sources and module files are unchanged since the last one.
+# Builds the pinned Kubernetes components (one multi-call binary plus symlinks), the
+# pinned etcd, etcdctl and etcdutl, and the local cluster's expandable storage (the
+# statecraft-loop-csi driver with the CSI sidecars csi-provisioner and csi-resizer) from
+# their Go modules into $CACHE/bin. Skips a build when its Go sources and module files are
+# unchanged since the last one.
 source "$(dirname "$0")/lib.sh"
 
 KUBE_VERSION="$(cd "$ROOT/e2e/cluster/kube" && go list -m -f "{{.Version}}" k8s.io/kubernetes)"
@@ -34,5 +36,22 @@ build_etcd() {
   echo "$h" > "$stamp"
 }
 
+# The storage the local cluster can grow (e2e/cluster/csi): the driver and the two
+# sidecars, from one module so that they share one set of dependencies.
+build_csi() {
+  local dir="$ROOT/e2e/cluster/csi" stamp="$BIN/.csi.stamp" h
+  h="$(inputs_hash "$dir"/go.mod "$dir"/go.sum "$dir"/cmd/*/*.go)"
+  if up_to_date "$stamp" "$h" && [ -x "$BIN/statecraft-loop-csi" ] && [ -x "$BIN/csi-provisioner" ] && [ -x "$BIN/csi-resizer" ]; then
+    log "statecraft-loop-csi, csi-provisioner, csi-resizer: up to date"
+    return
+  fi
+  log "building statecraft-loop-csi, csi-provisioner, csi-resizer"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/" ./cmd/statecraft-loop-csi \
+      github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner \
+      github.com/kubernetes-csi/external-resizer/cmd/csi-resizer)
+  echo "$h" > "$stamp"
+}
+
 build_etcd
 build_kube
+build_csi

@@ -22,6 +22,8 @@ APT_PACKAGES=(
   build-essential pkg-config cmake protobuf-compiler libprotobuf-dev libcurl4-openssl-dev ca-certificates openssl
   # the local cluster's node: container runtime, CNI plugins, kube-proxy's tools
   containerd runc containernetworking-plugins iptables conntrack iproute2 ethtool socat kmod
+  # its expandable storage (statecraft-loop-csi): XFS images on loop devices, grown online
+  xfsprogs
   # the MySQL operator's integration tests start real MariaDB servers (binaries only, no
   # service): mariadbd, mariadb-install-db, the client and mariadb-dump
   mariadb-server-core mariadb-client-core mariadb-client

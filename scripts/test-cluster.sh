@@ -27,6 +27,11 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # real client in each pod; grants, password rotation, a switchover, deletion per policy.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
   accounts::mysql_declared_accounts_and_databases_reach_every_server_and_follow_their_resources
+# Growing volumes: 3 servers' volumes grown (the real CSI sidecars, the kubelet growing the
+# mounted file system) under writes with no restart; a shrink refused; a StorageClass
+# without allowVolumeExpansion refused with Kubernetes' reason.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
+  volumes::mysql_volumes_grow_while_the_servers_run_and_refusals_name_the_reason
 # The etcd operator's: install, a 3-member cluster grown through learners to Ready, a
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \

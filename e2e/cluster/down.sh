@@ -39,6 +39,10 @@ if [ -S "$CONTAINERD_SOCK" ]; then
 fi
 stop containerd
 pkill -KILL -f "containerd-shim.*-address $CONTAINERD_SOCK" 2>/dev/null || true
+# The storage driver after the kubelet: the kubelet unmounts pods' volumes through it.
+stop csi-resizer
+stop csi-provisioner
+stop statecraft-loop-csi
 
 log "stopping the control plane"
 stop kube-scheduler
@@ -51,6 +55,11 @@ log "removing mounts, network and rules"
 { awk '{print $2}' /proc/mounts | grep -E "^($CLUSTER_DIR|$CLUSTER_RUN|/run/netns/cni-|/var/run/netns/cni-)" || true; } | sort -r |
   while read -r m; do umount -l "$m" 2>/dev/null || true; done
 rm -f /run/netns/cni-* 2>/dev/null || true
+# The expandable storage's loop devices, once nothing mounts them.
+for img in "$CLUSTER_DIR"/csi-volumes/*.img; do
+  [ -f "$img" ] || continue
+  for dev in $(losetup -j "$img" -O NAME -n 2>/dev/null); do losetup -d "$dev" 2>/dev/null || true; done
+done
 
 # iptables: kube-proxy's own clean-up, then every rule and chain of the kubelet, kube-proxy
 # and CNI plugins (all named KUBE-* or CNI-*), table by table, leaving the rest untouched.

@@ -48,7 +48,7 @@ kc() { kubectl --kubeconfig "$KUBECONFIG_PATH" "$@"; }
 log "preflight"
 "$ROOT/scripts/build-kube.sh"
 "$ROOT/scripts/build-images.sh"
-for b in containerd runc conntrack iptables; do
+for b in containerd runc conntrack iptables mkfs.xfs xfs_growfs losetup; do
   command -v "$b" >/dev/null || { echo "$b missing: run scripts/deps.sh" >&2; exit 1; }
 done
 [ -x /usr/lib/cni/bridge ] || { echo "CNI plugins missing: run scripts/deps.sh" >&2; exit 1; }
@@ -123,12 +123,22 @@ daemon kubelet kubelet --config "$CLUSTER_DIR/kubelet.yaml" \
   --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v 1
 wait_for "node $NODE_NAME to register" 60 kc get node "$NODE_NAME"
 
+log "expandable storage: statecraft-loop-csi with csi-provisioner and csi-resizer"
+# The driver answers the kubelet's plugin watcher itself; the sidecars are the ones a
+# user's cluster runs. They act for the cluster's administrator (test infrastructure).
+mkdir -p "$CLUSTER_RUN/csi"
+daemon statecraft-loop-csi statecraft-loop-csi --endpoint "$CSI_SOCK" \
+  --registration-dir "$CLUSTER_DIR/kubelet/plugins_registry" --volumes "$CLUSTER_DIR/csi-volumes" --node "$NODE_NAME"
+wait_for "the storage driver's socket" 30 test -S "$CSI_SOCK"
+daemon csi-provisioner csi-provisioner --csi-address "$CSI_SOCK" --kubeconfig "$KUBECONFIG_PATH" --v 1
+daemon csi-resizer csi-resizer --csi-address "$CSI_SOCK" --kubeconfig "$KUBECONFIG_PATH" --v 1
+
 log "kube-proxy (iptables)"
 sed -e "s|@KUBECONFIG@|$CLUSTER_DIR/kube-proxy.kubeconfig|; s|@NODE@|$NODE_NAME|; s|@POD_CIDR@|$POD_CIDR|" \
   "$HERE/config/kube-proxy.yaml" > "$CLUSTER_DIR/kube-proxy.yaml"
 daemon kube-proxy kube-proxy --config "$CLUSTER_DIR/kube-proxy.yaml" --v 1
 
-log "add-ons: default StorageClass, CoreDNS"
+log "add-ons: default StorageClass, the expandable one, CoreDNS"
 wait_for "the default service account" 60 kc -n default get serviceaccount default
 sed -e "s|@DNS@|$DNS_SERVICE_IP|; s|@DOMAIN@|$CLUSTER_DOMAIN|; s|@COREDNS_IMAGE@|$COREDNS_IMAGE|" \
   "$HERE/config/addons.yaml" | kc apply -f - >/dev/null

@@ -41,6 +41,8 @@ mod faults;
 mod registers;
 #[path = "mysql/sysbench.rs"]
 mod sysbench;
+#[path = "mysql/volumes.rs"]
+mod volumes;
 
 /// Installs the CRDs (cluster-scoped, shared by every run) and the operator's manifests
 /// (ServiceAccount, namespaced Role, Deployment with two replicas) into `ns`.

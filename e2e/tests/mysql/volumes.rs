@@ -77,7 +77,9 @@ async fn mysql_volumes_grow_while_the_servers_run_and_refusals_name_the_reason()
     // provider, one by that name that can grow volumes must exist).
     let cluster = statecraft_e2e::Cluster::connect().await?;
     cluster.kubectl(&["get", "storageclass", "expandable"]).map_err(|e| {
-        format!("this test needs a StorageClass named expandable with allowVolumeExpansion (the local cluster has one): {e}")
+        format!(
+            "this test needs a StorageClass named expandable with allowVolumeExpansion (the local cluster has one): {e}"
+        )
     })?;
     let fix_ownership = mariadb_cluster(&cluster, "x", 1)["spec"]["storage"]["fixOwnership"].clone();
     let storage = |class: Option<&str>| {

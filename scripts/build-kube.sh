@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes components (one multi-call binary plus symlinks), the
-# pinned etcd, etcdctl and etcdutl, and the local cluster's expandable storage (the
-# statecraft-loop-csi driver with the CSI sidecars csi-provisioner and csi-resizer) from
-# their Go modules into $CACHE/bin. Skips a build when its Go sources and module files are
+# pinned etcd, etcdctl and etcdutl, the local cluster's expandable storage (the
+# statecraft-loop-csi driver with the CSI sidecars csi-provisioner and csi-resizer) and its
+# NetworkPolicy enforcer (statecraft-netpol, around kube-network-policies) from their Go
+# modules into $CACHE/bin. Skips a build when its Go sources and module files are
 # unchanged since the last one.
 source "$(dirname "$0")/lib.sh"
 
@@ -52,6 +53,17 @@ build_csi() {
   echo "$h" > "$stamp"
 }
 
+# The NetworkPolicy enforcer (e2e/cluster/netpol).
+build_netpol() {
+  local dir="$ROOT/e2e/cluster/netpol" stamp="$BIN/.netpol.stamp" h
+  h="$(inputs_hash "$dir"/go.mod "$dir"/go.sum "$dir"/cmd/*/*.go)"
+  if up_to_date "$stamp" "$h" && [ -x "$BIN/statecraft-netpol" ]; then log "statecraft-netpol: up to date"; return; fi
+  log "building statecraft-netpol"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/" ./cmd/statecraft-netpol)
+  echo "$h" > "$stamp"
+}
+
 build_etcd
 build_kube
 build_csi
+build_netpol

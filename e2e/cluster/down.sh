@@ -43,6 +43,7 @@ pkill -KILL -f "containerd-shim.*-address $CONTAINERD_SOCK" 2>/dev/null || true
 stop csi-resizer
 stop csi-provisioner
 stop statecraft-loop-csi
+stop statecraft-netpol
 
 log "stopping the control plane"
 stop kube-scheduler
@@ -61,13 +62,14 @@ for img in "$CLUSTER_DIR"/csi-volumes/*.img; do
   for dev in $(losetup -j "$img" -O NAME -n 2>/dev/null); do losetup -d "$dev" 2>/dev/null || true; done
 done
 
-# iptables: kube-proxy's own clean-up, then every rule and chain of the kubelet, kube-proxy
-# and CNI plugins (all named KUBE-* or CNI-*), table by table, leaving the rest untouched.
+# iptables: kube-proxy's own clean-up, then every rule and chain of the kubelet, kube-proxy,
+# CNI plugins and the NetworkPolicy enforcer (all named KUBE-*, CNI-* or STATECRAFT-*),
+# table by table, leaving the rest untouched.
 kube-proxy --cleanup >/dev/null 2>&1 || true
 for tool in iptables ip6tables; do
   for table in filter nat mangle; do
-    if "$tool-save" -t "$table" 2>/dev/null | grep -qE 'KUBE-|CNI-'; then
-      "$tool-save" -t "$table" | grep -vE 'KUBE-|CNI-' | "$tool-restore" -T "$table" 2>/dev/null || true
+    if "$tool-save" -t "$table" 2>/dev/null | grep -qE 'KUBE-|CNI-|STATECRAFT-'; then
+      "$tool-save" -t "$table" | grep -vE 'KUBE-|CNI-|STATECRAFT-' | "$tool-restore" -T "$table" 2>/dev/null || true
     fi
   done
 done

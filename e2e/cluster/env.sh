@@ -24,6 +24,8 @@ ETCD_PEER_PORT=2380
 CONTAINERD_SOCK="$CLUSTER_RUN/containerd/containerd.sock"
 # The expandable storage driver's CSI socket (e2e/cluster/csi).
 CSI_SOCK="$CLUSTER_RUN/csi/csi.sock"
+# The netfilter queue of the NetworkPolicy enforcer (e2e/cluster/netpol).
+NETPOL_QUEUE=100
 # host-path provisioner directory; the controller-manager only accepts paths under /tmp.
 HOSTPATH_DIR="/tmp/hostpath_pv"
 # Image names (PAUSE_IMAGE, COREDNS_IMAGE, ...): one place for all of them.

@@ -133,6 +133,18 @@ wait_for "the storage driver's socket" 30 test -S "$CSI_SOCK"
 daemon csi-provisioner csi-provisioner --csi-address "$CSI_SOCK" --kubeconfig "$KUBECONFIG_PATH" --v 1
 daemon csi-resizer csi-resizer --csi-address "$CSI_SOCK" --kubeconfig "$KUBECONFIG_PATH" --v 1
 
+log "NetworkPolicies: statecraft-netpol (kube-network-policies) fed by iptables NFQUEUE"
+# The first packet of each connection from or to a pod (not to a Service address without
+# endpoints: kube-proxy rejects those further down) goes to the enforcer's queue, which
+# accepts or drops it; `--queue-bypass` lets packets through while no enforcer listens.
+daemon statecraft-netpol statecraft-netpol --kubeconfig "$KUBECONFIG_PATH" --node "$NODE_NAME" --queue "$NETPOL_QUEUE" --v 1
+iptables -N STATECRAFT-NETPOL 2>/dev/null || iptables -F STATECRAFT-NETPOL
+iptables -A STATECRAFT-NETPOL -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+iptables -A STATECRAFT-NETPOL -d "$SERVICE_CIDR" -j RETURN
+iptables -A STATECRAFT-NETPOL -s "$POD_CIDR" -j NFQUEUE --queue-num "$NETPOL_QUEUE" --queue-bypass
+iptables -A STATECRAFT-NETPOL -d "$POD_CIDR" -j NFQUEUE --queue-num "$NETPOL_QUEUE" --queue-bypass
+iptables -C FORWARD -j STATECRAFT-NETPOL 2>/dev/null || iptables -I FORWARD 1 -j STATECRAFT-NETPOL
+
 log "kube-proxy (iptables)"
 sed -e "s|@KUBECONFIG@|$CLUSTER_DIR/kube-proxy.kubeconfig|; s|@NODE@|$NODE_NAME|; s|@POD_CIDR@|$POD_CIDR|" \
   "$HERE/config/kube-proxy.yaml" > "$CLUSTER_DIR/kube-proxy.yaml"

@@ -154,6 +154,92 @@ async fn cluster_clusterip_service_routes_only_to_ready_endpoints() -> TestResul
     Ok(())
 }
 
+/// NetworkPolicies are enforced: once a policy selects the server, a pod it allows still
+/// connects, directly and through the Service, and a pod it does not allow is refused, on
+/// the same port; a pod in another namespace is refused unless the policy names its
+/// namespace.
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn cluster_network_policy_allows_only_the_pods_it_names() -> TestResult {
+    let cluster = Cluster::connect().await?;
+    let ns = TestNamespace::create(&cluster, "netpol").await?;
+    let other = TestNamespace::create(&cluster, "netpol-other").await?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &ns.name);
+    let server = tools_pod("server", json!({"app": "server"}), "while true; do echo hi | nc -l -q 0 -p 8080; done")?;
+    create(&pods, server).await?;
+    for (name, role) in [("allowed", "client"), ("refused", "stranger")] {
+        create(&pods, tools_pod(name, json!({"role": role}), "sleep infinity")?).await?;
+    }
+    let outsider: Api<Pod> = Api::namespaced(cluster.client.clone(), &other.name);
+    create(&outsider, tools_pod("outsider", json!({"role": "client"}), "sleep infinity")?).await?;
+    let services: Api<Service> = Api::namespaced(cluster.client.clone(), &ns.name);
+    create(
+        &services,
+        json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "server"},
+            "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}
+        }),
+    )
+    .await?;
+    let ip = wait_until(TIMEOUT, "server ready", || pod_ready(&pods, "server"))
+        .await?
+        .status
+        .and_then(|s| s.pod_ip)
+        .ok_or("the server has no address")?;
+    for name in ["allowed", "refused"] {
+        wait_until(TIMEOUT, &format!("{name} ready"), || pod_ready(&pods, name)).await?;
+    }
+    wait_until(TIMEOUT, "outsider ready", || pod_ready(&outsider, "outsider")).await?;
+    // `hi` when the server answers within 2 s (it serves one connection at a time: retried).
+    let reaches = |ns: &str, pod: &str, target: &str, port: u16| {
+        let script = format!(
+            "for t in 1 2 3; do a=$(nc -w 2 {target} {port} </dev/null); [ -n \"$a\" ] && {{ echo $a; exit 0; }}; sleep 0.3; done; exit 1"
+        );
+        exec(&cluster, ns, pod, &script).is_ok_and(|o| o.trim() == "hi")
+    };
+    let service = format!("server.{}.svc", ns.name);
+    for (ns_name, pod) in [(&ns.name, "allowed"), (&ns.name, "refused"), (&other.name, "outsider")] {
+        assert!(reaches(ns_name, pod, &ip, 8080), "{pod}: no policy yet, every pod reaches the server");
+    }
+
+    let policy = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "server"},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "server"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "client"}}}], "ports": [{"port": 8080}]}]
+        }
+    });
+    cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&policy.to_string()))?;
+    wait_until(Duration::from_secs(30), "the stranger refused", || async {
+        (!reaches(&ns.name, "refused", &ip, 8080)).then_some(())
+    })
+    .await?;
+    assert!(reaches(&ns.name, "allowed", &ip, 8080), "the client the policy names still connects");
+    assert!(reaches(&ns.name, "allowed", &service, 80), "and through the Service");
+    assert!(!reaches(&ns.name, "refused", &service, 80), "the stranger is refused through the Service too");
+    assert!(!reaches(&other.name, "outsider", &ip, 8080), "a matching pod of another namespace is refused");
+
+    // Naming the other namespace lets its client in.
+    let mut wider = policy.clone();
+    wider["spec"]["ingress"][0]["from"] = json!([
+        {"podSelector": {"matchLabels": {"role": "client"}}},
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": other.name}},
+            "podSelector": {"matchLabels": {"role": "client"}}
+        }
+    ]);
+    cluster.kubectl_with_input(&["apply", "-n", &ns.name, "-f", "-"], Some(&wider.to_string()))?;
+    wait_until(Duration::from_secs(30), "the outsider let in", || async {
+        reaches(&other.name, "outsider", &ip, 8080).then_some(())
+    })
+    .await?;
+    assert!(!reaches(&ns.name, "refused", &ip, 8080), "the stranger is still refused");
+    other.pass();
+    ns.pass();
+    Ok(())
+}
+
 #[tokio::test]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn cluster_pvc_binds_and_its_data_survives_deleting_the_pod() -> TestResult {

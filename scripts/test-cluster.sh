@@ -32,10 +32,17 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # without allowVolumeExpansion refused with Kubernetes' reason.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
   volumes::mysql_volumes_grow_while_the_servers_run_and_refusals_name_the_reason
+# spec.networkPolicy: the servers run under it; a named client and scraper get in, a pod
+# the policy does not name is refused (the local cluster enforces NetworkPolicies).
+cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
+  network::mysql_network_policy_lets_in_only_the_named_clients_and_scrapers
 # The etcd operator's: install, a 3-member cluster grown through learners to Ready, a
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients
+# spec.networkPolicy on etcd: a named client writes with etcdctl, another pod is refused.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
+  etcd_network_policy_lets_in_only_the_named_clients
 # The Kafka operator's: install, 3 controllers and 3 brokers Ready, a new image rolled
 # through every node while VerifiableProducer writes (acks=all), every acknowledged record
 # read back by VerifiableConsumer, none twice, no partition below min ISR.

@@ -2393,3 +2393,47 @@ async fn etcd_fault_operator_leader_paused_past_its_lease() -> TestResult {
     )
     .await
 }
+
+/// `spec.networkPolicy` on a cluster that enforces it (the local cluster): the members form
+/// the cluster and the operator runs it under the policy; a pod the policy names writes
+/// through the client Service with `etcdctl`, a pod it does not name is refused, and neither
+/// reads the metrics port when the policy names no scraper.
+#[tokio::test]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn etcd_network_policy_lets_in_only_the_named_clients() -> TestResult {
+    let access =
+        json!({"networkPolicy": {"clients": [{"podSelector": {"matchLabels": {"role": "app"}}}], "metrics": []}});
+    let db = Etcd::create("etcd-netpol", "etcd", 3, access, &[]).await?;
+    let tools = statecraft_e2e::images::image("TOOLS_IMAGE").ok_or("TOOLS_IMAGE missing from images.env")?;
+    for (pod, role) in [("app", "app"), ("stranger", "other")] {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "labels": {"role": role}},
+            "spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "main", "image": tools,
+                "imagePullPolicy": "IfNotPresent", "command": ["sleep", "infinity"]}]}
+        });
+        db.apply(&pod)?;
+    }
+    db.kubectl(&["wait", "--for=condition=Ready", "pod/app", "pod/stranger", "--timeout=120s"])?;
+    let service = format!("http://{}.{}.svc:2379", db.names.client_service(), db.namespace);
+    let put = |pod: &str| {
+        let script =
+            format!("etcdctl --endpoints={service} --dial-timeout=2s --command-timeout=3s put netpol/{pod} ok");
+        db.kubectl(&["exec", pod, "--", "sh", "-c", &script]).is_ok()
+    };
+    let member = db.kubectl(&["get", "pod", "etcd-1", "-o", "jsonpath={.status.podIP}"])?;
+    let metrics = |pod: &str| {
+        let script = format!("curl -sf -m 2 http://{member}:2381/metrics | grep -q '^etcd_server_has_leader 1'");
+        db.kubectl(&["exec", pod, "--", "sh", "-c", &script]).is_ok()
+    };
+    assert!(put("app"), "the named client writes through the client Service");
+    assert!(!put("stranger"), "a pod the policy does not name is refused");
+    assert!(!metrics("app") && !metrics("stranger"), "no scraper named: nobody but the operator reads the metrics");
+    let status = db.status().await?;
+    assert!(healthy_voters(&status, 3), "the members and the operator work under the policy: {status:?}");
+    let mut client = db.client().await?;
+    let stored = client.get("netpol/app", None).await?;
+    assert_eq!(stored.kvs().first().map(|kv| kv.value().to_vec()), Some(b"ok".to_vec()));
+    assert!(client.get("netpol/stranger", None).await?.kvs().is_empty());
+    db.ns.pass();
+    Ok(())
+}

@@ -37,6 +37,8 @@ type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 mod accounts;
 #[path = "mysql/faults.rs"]
 mod faults;
+#[path = "mysql/network.rs"]
+mod network;
 #[path = "mysql/registers.rs"]
 mod registers;
 #[path = "mysql/sysbench.rs"]
@@ -774,7 +776,14 @@ async fn mysql_backup_to_s3_and_restore_into_a_new_cluster() -> TestResult {
     // Both clusters are kept on the node by spec.podTemplate, which their Jobs must follow.
     let node = Cluster::connect().await?.a_node().await?;
     let placed = |team: &str| json!({"nodeSelector": {"kubernetes.io/hostname": node}, "labels": {"team": team}});
-    let db = Db::create("mysql-backup", "db", 3, json!({"podTemplate": placed("payments")})).await?;
+    // Under a NetworkPolicy that names no client: the backup Job gets in as the cluster's own.
+    let db = Db::create(
+        "mysql-backup",
+        "db",
+        3,
+        json!({"podTemplate": placed("payments"), "networkPolicy": {"clients": []}}),
+    )
+    .await?;
     let s3 = S3Server::start_on(&s3_host(&db.cluster)).await?;
     s3.create_bucket("backups")?;
     db.s3_credentials(&s3)?;

@@ -146,14 +146,20 @@ pub fn operator_image(name: &str) -> Option<String> {
         .or_else(|| default_image(name).map(str::to_string))
 }
 
+/// The labels of operator `name`'s pods (the Helm chart sets the same): what a cluster's
+/// NetworkPolicy lets in.
+pub fn operator_labels(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), name.to_string()),
+        ("app.kubernetes.io/part-of".to_string(), "statecraft".to_string()),
+    ])
+}
+
 /// The operator's Deployment in `namespace`, running `image` as service account `name` and
 /// managing resources in `watched` (set as `STATECRAFT_NAMESPACES` unless it is just
 /// `namespace`, the operator's default).
 pub fn deployment(name: &str, namespace: &str, watched: &[String], image: &str) -> Deployment {
-    let labels = BTreeMap::from([
-        ("app.kubernetes.io/name".to_string(), name.to_string()),
-        ("app.kubernetes.io/part-of".to_string(), "statecraft".to_string()),
-    ]);
+    let labels = operator_labels(name);
     let quantities = |cpu: &str, memory: &str| {
         BTreeMap::from([("cpu".to_string(), Quantity(cpu.into())), ("memory".to_string(), Quantity(memory.into()))])
     };

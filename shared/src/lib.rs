@@ -47,6 +47,7 @@ pub mod insight;
 pub mod leader;
 pub mod metrics;
 pub mod names;
+pub mod network_policy;
 pub mod pod_template;
 pub mod pods;
 pub mod quantity;

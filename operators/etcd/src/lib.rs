@@ -67,6 +67,8 @@ impl Operator for EtcdOperator {
             Rule::new(CORE_GROUP, &["services", "configmaps"], OWN),
             Rule::new(CORE_GROUP, &["secrets"], &["get"]),
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
+            // spec.networkPolicy: the cluster's own NetworkPolicy.
+            Rule::new("networking.k8s.io", &["networkpolicies"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "delete"]),
             Rule::new(CORE_GROUP, &["persistentvolumeclaims"], &["get", "list", "watch", "delete"]),
             // Ready waits until the client Service lists a member (`statecraft_shared::endpoints`).

@@ -123,6 +123,7 @@ pub(crate) mod tests {
             storage: Storage { size: "1Gi".into(), storage_class_name: None },
             resources: None,
             pod_template: Default::default(),
+            network_policy: None,
             backup: None,
             defragmentation: Defragmentation::default(),
             auto_heal: Default::default(),

@@ -110,6 +110,8 @@ impl Operator for MysqlOperator {
             // hand it every Secret of the namespace; no delete (owner references do that).
             Rule::new(CORE_GROUP, &["secrets"], &["get", "create", "patch"]),
             Rule::new("policy", &["poddisruptionbudgets"], OWN),
+            // spec.networkPolicy: the cluster's own NetworkPolicy.
+            Rule::new("networking.k8s.io", &["networkpolicies"], OWN),
             Rule::new(CORE_GROUP, &["pods"], &["get", "list", "watch", "patch", "delete"]),
             // Where the read-write Service leads clients, before a new primary takes writes.
             Rule::new("discovery.k8s.io", &["endpointslices"], &["list"]),

@@ -309,6 +309,7 @@ pub(crate) mod tests {
             storage: Storage { size: "1Gi".into(), storage_class_name: None, fix_ownership: false },
             resources: None,
             pod_template: Default::default(),
+            network_policy: None,
             server_config: BTreeMap::new(),
             semi_sync: SemiSync::default(),
             backup: None,

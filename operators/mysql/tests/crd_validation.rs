@@ -8,6 +8,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -18,6 +19,7 @@ use statecraft_mysql::MysqlOperator;
 use statecraft_mysql::api::{DeletionPolicy, MySQLBackup, MySQLCluster, MySQLDatabase, MySQLRestore, MySQLUser};
 use statecraft_mysql::build::config::config_map;
 use statecraft_mysql::build::jobs::{JobParams, job};
+use statecraft_mysql::build::network_policy::network_policy;
 use statecraft_mysql::build::pdb::pdb;
 use statecraft_mysql::build::secret::{Passwords, secret};
 use statecraft_mysql::build::services::{headless_service, read_only_service, read_write_service};
@@ -299,7 +301,13 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
     // refused, the field named.
     let exporter = json!({"enabled": true, "image": "registry.local/mysqld-exporter:v0.16.0",
         "resources": {"requests": {"cpu": "5m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}}});
-    assert_eq!(create(&clusters, cluster("exported", with(valid_spec(), "exporter", exporter))).await, None);
+    let mut exported = with(valid_spec(), "exporter", exporter);
+    // With a NetworkPolicy naming clients from another namespace and an IP block of scrapers.
+    exported["networkPolicy"] = json!({
+        "clients": [{"namespaceSelector": {"matchLabels": {"team": "shop"}}, "podSelector": {"matchLabels": {"app": "shop"}}}],
+        "metrics": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
+    });
+    assert_eq!(create(&clusters, cluster("exported", exported)).await, None);
     let bad = json!({"enabled": true, "image": "bad image"});
     assert_rejected(
         create(&clusters, cluster("exp-bad", with(valid_spec(), "exporter", bad))).await,
@@ -404,7 +412,11 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         let stored = Api::<Secret>::namespaced(client.clone(), NS).create(&pp, &secret(&names, &passwords)).await?;
         assert_eq!(Passwords::from_secret(&stored), Some(passwords));
         Api::<PodDisruptionBudget>::namespaced(client.clone(), NS).create(&pp, &pdb(&names)).await?;
+        if let Some(policy) = network_policy(&valid, &names) {
+            Api::<NetworkPolicy>::namespaced(client.clone(), NS).create(&pp, &policy).await?;
+        }
     }
+    assert_eq!(Api::<NetworkPolicy>::namespaced(client.clone(), NS).list(&Default::default()).await?.items.len(), 1);
     let valid = validate(&clusters.get("placed").await?.spec)?;
     let pp = PostParams::default();
     // And a backup Job, with its deadline and the cluster's placement.

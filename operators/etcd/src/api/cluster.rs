@@ -8,6 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statecraft_shared::backup::{BackupLocation, BackupPolicy};
+use statecraft_shared::network_policy::NetworkAccess;
 use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::upgrade::UpgradeProgress;
 
@@ -93,6 +94,15 @@ pub struct EtcdClusterSpec {
     /// time, as an upgrade does.
     #[serde(default, skip_serializing_if = "PodTemplate::is_empty")]
     pub pod_template: PodTemplate,
+
+    /// Restricts who may connect to the members with a NetworkPolicy: the members among
+    /// themselves (client, peer and metrics ports), the operator (client and metrics ports)
+    /// and the cluster's backup Jobs (client port) always; `clients` on the client port
+    /// (2379) and `metrics` on the metrics port (2381), each every pod of the namespace when
+    /// unset. Unset as a whole: no NetworkPolicy (any pod may connect). It needs a network
+    /// plugin that enforces NetworkPolicies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkAccess>,
 
     /// Scheduled snapshots to S3. Unset: no scheduled snapshots (EtcdBackup objects still
     /// work when they name a location).

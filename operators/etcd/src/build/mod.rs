@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod jobs;
+pub mod network_policy;
 pub mod pdb;
 pub mod restore;
 pub mod services;

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
 use kube::api::ApiResource;
@@ -17,7 +18,7 @@ use statecraft_shared::status::report_invalid_spec;
 
 use super::Context;
 use crate::api::EtcdCluster;
-use crate::build::{Names, pdb, services};
+use crate::build::{Names, network_policy, pdb, services};
 use crate::validate::{ValidSpec, check_version_change, parse_version, validate, validate_name};
 
 /// How often a cluster is reconciled without any change (drift correction).
@@ -85,7 +86,15 @@ pub async fn reconcile(cluster: Arc<EtcdCluster>, ctx: Arc<Context>) -> Result<A
     applier.apply(services::peer_service(&names)).await?;
     applier.apply(services::client_service(&names)).await?;
     applier.apply(pdb::pdb(&names, valid.spec.replicas as u32)).await?;
-    let kinds = [ApiResource::erase::<Service>(&()), ApiResource::erase::<PodDisruptionBudget>(&())];
+    // Without spec.networkPolicy, none: an earlier one goes with the orphans below.
+    if let Some(policy) = network_policy::network_policy(valid.spec.network_policy.as_ref(), &names) {
+        applier.apply(policy).await?;
+    }
+    let kinds = [
+        ApiResource::erase::<Service>(&()),
+        ApiResource::erase::<PodDisruptionBudget>(&()),
+        ApiResource::erase::<NetworkPolicy>(&()),
+    ];
     applier.delete_orphans_with_events(&kinds, OrphanPolicy::KeepData, &rt.events).await?;
     if let Some(uid) = cluster.metadata.uid.as_deref() {
         ctx.ensure_task(&name, uid);

@@ -10,6 +10,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statecraft_shared::backup::BackupPolicy;
+use statecraft_shared::network_policy::NetworkAccess;
 use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::upgrade::UpgradeProgress;
 
@@ -100,6 +101,14 @@ pub struct MySQLClusterSpec {
     /// time, as an upgrade does.
     #[serde(default, skip_serializing_if = "PodTemplate::is_empty")]
     pub pod_template: PodTemplate,
+
+    /// Restricts who may connect to the servers with a NetworkPolicy: the servers among
+    /// themselves, the operator and the cluster's backup and restore Jobs always; `clients`
+    /// on the SQL port (3306) and `metrics` on the exporter's port (9104), each every pod of
+    /// the namespace when unset. Unset as a whole: no NetworkPolicy (any pod may connect).
+    /// It needs a network plugin that enforces NetworkPolicies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkAccess>,
 
     /// Server settings added to the generated my.cnf (`[mysqld]` section), e.g.
     /// `max_connections: "500"`. Names are compared as the server does (case-insensitive,

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod exporter;
 pub mod jobs;
+pub mod network_policy;
 pub mod pdb;
 pub mod secret;
 pub mod services;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::ApiResource;
 use kube::runtime::controller::Action;
@@ -19,7 +20,7 @@ use tracing::info;
 use super::Context;
 use crate::api::MySQLCluster;
 use crate::build::secret::{Passwords, secret};
-use crate::build::{Names, config, ordinal_of, pdb, services, statefulset};
+use crate::build::{Names, config, network_policy, ordinal_of, pdb, services, statefulset};
 use crate::validate::{check_version_change, validate, validate_name};
 
 /// How often a cluster is reconciled without any change (drift correction).
@@ -83,6 +84,10 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     applier.apply(services::read_write_service(&valid, &names)).await?;
     applier.apply(services::read_only_service(&valid, &names)).await?;
     applier.apply(pdb::pdb(&names)).await?;
+    // Without spec.networkPolicy, none: an earlier one goes with the orphans below.
+    if let Some(policy) = network_policy::network_policy(&valid, &names) {
+        applier.apply(policy).await?;
+    }
     let mut sts = statefulset::statefulset(&valid, &names);
     if let Some(spec) = sts.spec.as_mut()
         && !cluster.spec.stopped
@@ -108,6 +113,7 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
         ApiResource::erase::<ConfigMap>(&()),
         ApiResource::erase::<Service>(&()),
         ApiResource::erase::<PodDisruptionBudget>(&()),
+        ApiResource::erase::<NetworkPolicy>(&()),
         ApiResource::erase::<StatefulSet>(&()),
     ];
     applier.delete_orphans_with_events(&kinds, OrphanPolicy::KeepData, &rt.events).await?;

@@ -134,6 +134,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         storage: Storage { size: "1Gi".into(), storage_class_name: None, fix_ownership: false },
         resources: None,
         pod_template: Default::default(),
+        network_policy: None,
         server_config: BTreeMap::new(),
         semi_sync: SemiSync::default(),
         backup: None,

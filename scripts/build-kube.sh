@@ -28,42 +28,26 @@ build_kube() {
   echo "$h" > "$stamp"
 }
 
-build_etcd() {
-  local dir="$ROOT/e2e/cluster/etcd" stamp="$BIN/.etcd.stamp" h
+# build_module DIR BINARIES PACKAGE...: builds PACKAGE... of the Go module in e2e/cluster/DIR
+# into $BIN, unless its module files and programs (cmd/*) are unchanged since the last build
+# and every one of BINARIES (space-separated) is there.
+build_module() {
+  local dir="$ROOT/e2e/cluster/$1" stamp="$BIN/.$1.stamp" binaries="$2" h b present=true
+  shift 2
   h="$(inputs_hash "$dir"/go.mod "$dir"/go.sum "$dir"/cmd/*/*.go)"
-  if up_to_date "$stamp" "$h" && [ -x "$BIN/etcd" ]; then log "etcd: up to date"; return; fi
-  log "building etcd, etcdctl, etcdutl"
-  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/" ./cmd/etcd ./cmd/etcdctl go.etcd.io/etcd/etcdutl/v3)
+  for b in $binaries; do [ -x "$BIN/$b" ] || present=false; done
+  if up_to_date "$stamp" "$h" && $present; then log "${binaries// /, }: up to date"; return; fi
+  log "building ${binaries// /, }"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/" "$@")
   echo "$h" > "$stamp"
 }
 
-# The storage the local cluster can grow (e2e/cluster/csi): the driver and the two
-# sidecars, from one module so that they share one set of dependencies.
-build_csi() {
-  local dir="$ROOT/e2e/cluster/csi" stamp="$BIN/.csi.stamp" h
-  h="$(inputs_hash "$dir"/go.mod "$dir"/go.sum "$dir"/cmd/*/*.go)"
-  if up_to_date "$stamp" "$h" && [ -x "$BIN/statecraft-loop-csi" ] && [ -x "$BIN/csi-provisioner" ] && [ -x "$BIN/csi-resizer" ]; then
-    log "statecraft-loop-csi, csi-provisioner, csi-resizer: up to date"
-    return
-  fi
-  log "building statecraft-loop-csi, csi-provisioner, csi-resizer"
-  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/" ./cmd/statecraft-loop-csi \
-      github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner \
-      github.com/kubernetes-csi/external-resizer/cmd/csi-resizer)
-  echo "$h" > "$stamp"
-}
-
-# The NetworkPolicy enforcer (e2e/cluster/netpol).
-build_netpol() {
-  local dir="$ROOT/e2e/cluster/netpol" stamp="$BIN/.netpol.stamp" h
-  h="$(inputs_hash "$dir"/go.mod "$dir"/go.sum "$dir"/cmd/*/*.go)"
-  if up_to_date "$stamp" "$h" && [ -x "$BIN/statecraft-netpol" ]; then log "statecraft-netpol: up to date"; return; fi
-  log "building statecraft-netpol"
-  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/" ./cmd/statecraft-netpol)
-  echo "$h" > "$stamp"
-}
-
-build_etcd
+build_module etcd "etcd etcdctl etcdutl" ./cmd/etcd ./cmd/etcdctl go.etcd.io/etcd/etcdutl/v3
 build_kube
-build_csi
-build_netpol
+# The storage the local cluster can grow: the driver and the two CSI sidecars, from one
+# module so that they share one set of dependencies.
+build_module csi "statecraft-loop-csi csi-provisioner csi-resizer" ./cmd/statecraft-loop-csi \
+  github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner \
+  github.com/kubernetes-csi/external-resizer/cmd/csi-resizer
+# The NetworkPolicy enforcer.
+build_module netpol statecraft-netpol ./cmd/statecraft-netpol

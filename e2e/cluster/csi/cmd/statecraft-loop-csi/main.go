@@ -47,7 +47,6 @@ type driver struct {
 	csi.UnimplementedNodeServer
 	dir  string // where the images live
 	node string
-	mu   sync.Mutex // one volume operation at a time: loop devices are shared state
 }
 
 func main() {
@@ -64,7 +63,7 @@ func main() {
 	}
 	d := &driver{dir: *dir, node: *node}
 
-	csiServer := grpc.NewServer(grpc.UnaryInterceptor(logged))
+	csiServer := grpc.NewServer(grpc.UnaryInterceptor(serialized))
 	csi.RegisterIdentityServer(csiServer, d)
 	csi.RegisterControllerServer(csiServer, d)
 	csi.RegisterNodeServer(csiServer, d)
@@ -90,8 +89,15 @@ func serve(s *grpc.Server, socket string) error {
 	return s.Serve(l)
 }
 
-func logged(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+// one is held by every call: one volume operation at a time, since loop devices, mounts and
+// images are shared state.
+var one sync.Mutex
+
+// serialized runs each call alone and logs what changed something or failed.
+func serialized(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	one.Lock()
 	resp, err := h(ctx, req)
+	one.Unlock()
 	if err != nil {
 		log.Printf("%s: %v", info.FullMethod, err)
 	} else if !strings.Contains(info.FullMethod, "Probe") && !strings.Contains(info.FullMethod, "Get") {
@@ -164,8 +170,6 @@ func size(r *csi.CapacityRange) int64 {
 }
 
 func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	img, err := d.image(req.GetName())
 	if err != nil {
 		return nil, err
@@ -190,8 +194,6 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 }
 
 func (d *driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	img, err := d.image(req.GetVolumeId())
 	if err != nil {
 		return nil, err
@@ -208,8 +210,6 @@ func (d *driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 
 // ControllerExpandVolume grows the image; the kubelet then grows the file system.
 func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	img, err := d.image(req.GetVolumeId())
 	if err != nil {
 		return nil, err
@@ -255,8 +255,6 @@ func mounted(path string) bool {
 }
 
 func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	img, err := d.image(req.GetVolumeId())
 	if err != nil {
 		return nil, err
@@ -290,8 +288,6 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 }
 
 func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	img, err := d.image(req.GetVolumeId())
 	if err != nil {
 		return nil, err
@@ -313,8 +309,6 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 
 // NodeExpandVolume grows the mounted file system to the grown image: online.
 func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	img, err := d.image(req.GetVolumeId())
 	if err != nil {
 		return nil, err

@@ -14,10 +14,12 @@
 //! The decision ([`decide`]) is pure over the observed claims; [`Growth::pass`] observes,
 //! asks, and reports the `VolumesSized` condition and an Event on each change.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -78,9 +80,7 @@ pub struct Claim {
 impl Claim {
     /// The claim as observed; `None` for one without a readable size (not ours to judge).
     pub fn of(pvc: &PersistentVolumeClaim) -> Option<Claim> {
-        let sized = |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
-            quantity::bytes(&q.0).ok().map(|b| (q.0.clone(), b))
-        };
+        let sized = |q: &Quantity| quantity::bytes(&q.0).ok().map(|b| (q.0.clone(), b));
         let spec = pvc.spec.as_ref()?;
         let requested = sized(spec.resources.as_ref()?.requests.as_ref()?.get("storage")?)?;
         let status = pvc.status.as_ref();
@@ -158,29 +158,20 @@ pub fn decide(size: (&str, u64), claims: &[Claim]) -> Decision {
 /// refuses any change to a StatefulSet's claim templates, so a larger `spec.storage.size`
 /// grows the claims ([`Growth`]) and new members start at the size the cluster was created
 /// with, then grow like the others.
-pub fn keep_claim_size(built: &mut StatefulSet, existing: &StatefulSet) {
-    let requests = |sts: &StatefulSet| {
-        sts.spec
-            .as_ref()?
-            .volume_claim_templates
-            .as_ref()?
-            .iter()
-            .find(|t| t.metadata.name.as_deref() == Some(super::DATA_VOLUME))
-            .cloned()
-    };
-    let Some(kept) = requests(existing).and_then(|t| t.spec?.resources?.requests?.get("storage").cloned()) else {
+pub fn keep_claim_size(built: &mut StatefulSet, mut existing: StatefulSet) {
+    let Some(kept) = data_requests(&mut existing).and_then(|r| r.remove("storage")) else {
         return;
     };
-    let template = built
-        .spec
-        .as_mut()
-        .and_then(|s| s.volume_claim_templates.as_mut())
-        .and_then(|ts| ts.iter_mut().find(|t| t.metadata.name.as_deref() == Some(super::DATA_VOLUME)));
-    if let Some(requests) =
-        template.and_then(|t| t.spec.as_mut()).and_then(|s| s.resources.as_mut()).and_then(|r| r.requests.as_mut())
-    {
+    if let Some(requests) = data_requests(built) {
         requests.insert("storage".into(), kept);
     }
+}
+
+/// The resource requests of a StatefulSet's data claim template.
+fn data_requests(sts: &mut StatefulSet) -> Option<&mut BTreeMap<String, Quantity>> {
+    let templates = sts.spec.as_mut()?.volume_claim_templates.as_mut()?;
+    let data = templates.iter_mut().find(|t| t.metadata.name.as_deref() == Some(super::DATA_VOLUME))?;
+    data.spec.as_mut()?.resources.as_mut()?.requests.as_mut()
 }
 
 /// Volume growth of one cluster, as its clustering task runs it every pass.
@@ -393,10 +384,10 @@ mod tests {
             ..Default::default()
         };
         let mut built = with_size("2Gi");
-        keep_claim_size(&mut built, &with_size("1Gi"));
+        keep_claim_size(&mut built, with_size("1Gi"));
         assert_eq!(built, with_size("1Gi"));
         let mut built = with_size("2Gi");
-        keep_claim_size(&mut built, &StatefulSet::default());
+        keep_claim_size(&mut built, StatefulSet::default());
         assert_eq!(built, with_size("2Gi"), "nothing to keep: the built size");
     }
 

@@ -104,7 +104,7 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     if let Some(existing) =
         statefulsets.get_opt(&names.set().statefulset()).await.map_err(|e| Error::kube("reading the StatefulSet", e))?
     {
-        keep_claim_size(&mut sts, &existing);
+        keep_claim_size(&mut sts, existing);
     }
     applier.apply(sts).await?;
     // The password Secret is always desired while the cluster exists (and the Role has no

@@ -61,6 +61,7 @@ pub mod secrets;
 pub mod statefulset;
 pub mod status;
 pub mod tasks;
+pub mod tls;
 pub mod upgrade;
 pub mod user_roles;
 pub mod version;

@@ -36,6 +36,11 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # the policy does not name is refused (the local cluster enforces NetworkPolicies).
 cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
   network::mysql_network_policy_lets_in_only_the_named_clients_and_scrapers
+# spec.tls with requireSecureTransport: the real client checking the certificate gets TLS,
+# plaintext is refused, replicas replicate over TLS, a renewed certificate is loaded by
+# every server without a restart under writes.
+cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored --exact \
+  tls::mysql_tls_checked_by_the_real_client_replicated_and_renewed_without_a_restart
 # The etcd operator's: install, a 3-member cluster grown through learners to Ready, a
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \

@@ -43,6 +43,8 @@ mod network;
 mod registers;
 #[path = "mysql/sysbench.rs"]
 mod sysbench;
+#[path = "mysql/tls.rs"]
+mod tls;
 #[path = "mysql/volumes.rs"]
 mod volumes;
 

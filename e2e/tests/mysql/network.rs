@@ -12,7 +12,7 @@ use statecraft_e2e::wait_until;
 use super::{Db, TestResult};
 
 /// A tools pod labelled `role`, sleeping.
-fn tools_pod(name: &str, role: &str) -> serde_json::Value {
+pub(super) fn tools_pod(name: &str, role: &str) -> serde_json::Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {"role": role}},

@@ -65,6 +65,14 @@ pub struct ReplicationSource<'a> {
     pub user: &'a str,
     /// Its password.
     pub password: &'a str,
+    /// Replicate over TLS, checking the source's certificate against the cluster's
+    /// authority (`spec.tls`). Not its name: replicas dial the source's pod address.
+    pub tls: bool,
+}
+
+/// Where a replica finds the authority it checks its source's certificate against.
+fn authority_path() -> String {
+    crate::build::tls::tls_path(statecraft_shared::tls::CA_CERT)
 }
 
 /// The column names of the flavor's replica status row.
@@ -139,6 +147,9 @@ pub trait FlavorSql: Send + Sync {
     /// replica that went away at its next heartbeat, and a terminating primary's preStop
     /// hook waits for its replicas to be gone (`handover_sh`).
     fn change_source(&self, source: &ReplicationSource<'_>) -> SecretSql;
+    /// Makes the server read its certificate files again (new connections get the new
+    /// certificate; open ones keep theirs), writing nothing to the binary log.
+    fn reload_tls(&self) -> &'static str;
     /// Starts both replication threads.
     fn start_replica(&self) -> &'static str;
     /// A statement to run before stopping a replica's receiver, so that the stop does not
@@ -387,14 +398,27 @@ impl FlavorSql for MariaDb {
         vec!["SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_current_pos".into()]
     }
     fn change_source(&self, s: &ReplicationSource<'_>) -> SecretSql {
+        // MASTER_SSL=1 in MariaDB lets the replica fall back to plaintext from a source that
+        // serves no TLS (one not yet replaced while TLS is turned on); a source requiring
+        // secure transport refuses that fallback.
+        let tls = if s.tls {
+            format!(", MASTER_SSL=1, MASTER_SSL_CA={}, MASTER_SSL_VERIFY_SERVER_CERT=0", quote(&authority_path()))
+        } else {
+            String::new()
+        };
         SecretSql(format!(
             "CHANGE MASTER TO MASTER_HOST={}, MASTER_PORT={}, MASTER_USER={}, MASTER_PASSWORD={}, \
-             MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
+             MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1{tls}",
             quote(s.host),
             s.port,
             quote(s.user),
             quote(s.password)
         ))
+    }
+    fn reload_tls(&self) -> &'static str {
+        // LOCAL: a plain FLUSH is written to the binary log, and on a replica that is a
+        // transaction of its own, which breaks its replication (found by the TLS e2e).
+        "FLUSH LOCAL SSL"
     }
     fn start_replica(&self) -> &'static str {
         "START SLAVE"
@@ -510,14 +534,22 @@ impl FlavorSql for MySql {
         Vec::new()
     }
     fn change_source(&self, s: &ReplicationSource<'_>) -> SecretSql {
+        let tls = if s.tls {
+            format!(", SOURCE_SSL=1, SOURCE_SSL_CA={}, SOURCE_SSL_VERIFY_SERVER_CERT=0", quote(&authority_path()))
+        } else {
+            String::new()
+        };
         SecretSql(format!(
             "CHANGE REPLICATION SOURCE TO SOURCE_HOST={}, SOURCE_PORT={}, SOURCE_USER={}, SOURCE_PASSWORD={}, \
-             SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=1, GET_SOURCE_PUBLIC_KEY=1",
+             SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_HEARTBEAT_PERIOD=1, GET_SOURCE_PUBLIC_KEY=1{tls}",
             quote(s.host),
             s.port,
             quote(s.user),
             quote(s.password)
         ))
+    }
+    fn reload_tls(&self) -> &'static str {
+        "ALTER INSTANCE RELOAD TLS"
     }
     fn start_replica(&self) -> &'static str {
         "START REPLICA"
@@ -564,7 +596,25 @@ mod tests {
     use super::*;
 
     const SOURCE: ReplicationSource<'static> =
-        ReplicationSource { host: "db-0.db-hl.ns.svc", port: 3306, user: "repl", password: "s3cr'et" };
+        ReplicationSource { host: "db-0.db-hl.ns.svc", port: 3306, user: "repl", password: "s3cr'et", tls: false };
+
+    #[test]
+    fn replicas_replicate_over_tls_checking_the_cluster_authority_when_asked() {
+        let over_tls = ReplicationSource { tls: true, ..SOURCE };
+        let mariadb = sql(Flavor::Mariadb).change_source(&over_tls);
+        assert!(
+            mariadb.expose().ends_with(
+                ", MASTER_SSL=1, MASTER_SSL_CA='/etc/statecraft-tls/ca.crt', MASTER_SSL_VERIFY_SERVER_CERT=0"
+            ),
+            "{}",
+            mariadb.expose()
+        );
+        let mysql = sql(Flavor::Mysql).change_source(&over_tls);
+        assert!(mysql.expose().contains(", SOURCE_SSL=1, SOURCE_SSL_CA='/etc/statecraft-tls/ca.crt'"));
+        assert!(!sql(Flavor::Mariadb).change_source(&SOURCE).expose().contains("SSL"));
+        // Reloading the certificate is no transaction: nothing reaches the binary log.
+        assert_eq!(sql(Flavor::Mariadb).reload_tls(), "FLUSH LOCAL SSL");
+    }
 
     #[test]
     fn quoting_escapes_quotes_and_backslashes() {

@@ -87,7 +87,8 @@ fn connection(vars: &TaskEnv<'_>) -> Result<(Flavor, ClientConnection)> {
         port,
         vars.required(env::USER)?,
         vars.required(env::PASSWORD)?,
-    );
+    )
+    .with_ca_file(vars.optional(env::CA_FILE));
     Ok((flavor, conn))
 }
 
@@ -175,7 +176,7 @@ async fn archive(
     let since = vars.optional(env::BINLOG_SINCE).unwrap_or_default();
     let user = vars.required(env::BINLOG_USER).map_err(|e| e.to_string())?;
     let password = vars.required(env::BINLOG_PASSWORD).map_err(|e| e.to_string())?;
-    let source = ClientConnection::new(host, port, user, password);
+    let source = ClientConnection::new(host, port, user, password).with_ca_file(vars.optional(env::CA_FILE));
     let a = archive_binlogs(flavor, &source, &since, store, &binlog_prefix(key), Path::new(BINLOG_WORKDIR))
         .await
         .map_err(|e| e.to_string())?;

@@ -163,6 +163,14 @@ pub enum MySql {
     DatabaseApplied,
     /// A database was dropped with its resource (Event).
     DatabaseDropped,
+    // TLS (`spec.tls`).
+    /// The operator issued the servers' certificate from the cluster's authority: the first,
+    /// or again because it would expire, lacked a name or came from a replaced authority
+    /// (Event).
+    CertificateIssued,
+    /// A server now presents the certificate in the Secret, loaded without a restart
+    /// (Event).
+    CertificateReloaded,
     // Cleanup.
 }
 

@@ -320,6 +320,7 @@ pub(crate) mod tests {
             auto_heal: AutoHeal::default(),
             auto_scaling: None,
             exporter: Default::default(),
+            tls: None,
         }
     }
 

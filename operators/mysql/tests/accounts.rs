@@ -43,7 +43,7 @@ async fn writable(server: &MariaDb) {
 
 /// A session as `root`, the account the controller applies with.
 async fn as_root(server: &MariaDb) -> Session {
-    Session::connect(&endpoint(server), ROOT_USER, passwords().root).await.expect("root session")
+    Session::connect(&endpoint(server), ROOT_USER, passwords().root, None).await.expect("root session")
 }
 
 /// Runs `sql` with the real `mariadb` client as `user` over TCP; its output, or its error.

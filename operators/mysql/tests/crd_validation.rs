@@ -439,6 +439,7 @@ async fn the_api_server_enforces_the_crd_rules_and_accepts_the_built_objects() -
         binlogs: None,
         deadline_seconds: 3600,
         pod_template: &valid.spec.pod_template,
+        tls_secret: None,
     });
     let stored = Api::<Job>::namespaced(client.clone(), NS).create(&pp, &backup_job).await?;
     let stored = stored.spec.expect("a Job has a spec");

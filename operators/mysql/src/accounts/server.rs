@@ -7,7 +7,7 @@ use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
 
 use super::{Account, GrantMap, ObservedDatabase, ObservedUser, Scope, identifier};
-use crate::clustering::dataplane::{DataPlaneError, Endpoint, connect_as};
+use crate::clustering::dataplane::{ClientTls, DataPlaneError, Endpoint, connect_as};
 use crate::flavor::SecretSql;
 
 /// Deadline of one observation or one plan's statements.
@@ -20,9 +20,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Connects to `ep` as `user`.
-    pub async fn connect(ep: &Endpoint, user: &str, password: &str) -> Result<Self, DataPlaneError> {
-        Ok(Session { conn: connect_as(ep, user, password).await?, endpoint: ep.to_string() })
+    /// Connects to `ep` as `user`, over TLS when `tls` says how.
+    pub async fn connect(
+        ep: &Endpoint,
+        user: &str,
+        password: &str,
+        tls: Option<&ClientTls>,
+    ) -> Result<Self, DataPlaneError> {
+        Ok(Session { conn: connect_as(ep, user, password, tls).await?, endpoint: ep.to_string() })
     }
 
     async fn within<T>(

@@ -176,6 +176,37 @@ pub struct MySQLClusterSpec {
     /// one at a time, as an upgrade does.
     #[serde(default, skip_serializing_if = "Exporter::is_off")]
     pub exporter: Exporter,
+
+    /// TLS for client and replication traffic. The servers present a certificate from
+    /// `secretName`, or else one the operator issues from an authority it generates for the
+    /// cluster (Secret `<cluster>-ca`; the certificate in Secret `<cluster>-tls`, issued
+    /// again 30 days before it expires and loaded by the servers without a restart). The
+    /// operator, the replicas and the backup Jobs connect over TLS and check the
+    /// certificate against its `ca.crt`. Unset: plaintext. Setting or removing it replaces
+    /// the servers one at a time, as an upgrade does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<Tls>,
+}
+
+/// Where the servers' certificate comes from and whether plaintext is refused.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tls {
+    /// A Secret of this namespace with `tls.crt`, `tls.key` and `ca.crt`, as cert-manager
+    /// writes for a Certificate: name that Certificate's `secretName` here. Its names must
+    /// include `*.<cluster>-hl.<namespace>.svc` (the servers, whom the operator checks by
+    /// name) and the Services clients use. The operator only reads it; a renewed one is
+    /// loaded by the servers without a restart. Unset: the operator's own authority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), pattern(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"))]
+    pub secret_name: Option<String>,
+
+    /// Refuse every connection that is not over TLS (`require_secure_transport`), except
+    /// through the Unix socket inside the server's pod (the probes). Off: clients choose,
+    /// and a replica replicates in plaintext from a source that serves no TLS yet (while
+    /// turning TLS on replaces the servers).
+    #[serde(default)]
+    pub require_secure_transport: bool,
 }
 
 /// The metrics sidecar of every server.

@@ -9,7 +9,7 @@ pub mod user;
 pub use backup::{BinlogArchiveStatus, MySQLBackup, MySQLBackupSpec, MySQLBackupStatus};
 pub use cluster::{
     AutoHeal, AutoScaling, AutoScalingStatus, Exporter, Flavor, MemberStatus, MySQLCluster, MySQLClusterSpec,
-    MySQLClusterStatus, Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, UpgradeStrategy,
+    MySQLClusterStatus, Reseeding, ScalingMetric, SemiSync, ServiceOptions, ServiceType, Storage, Tls, UpgradeStrategy,
     UpgradeStrategyType,
 };
 pub use database::{MySQLDatabase, MySQLDatabaseSpec, MySQLDatabaseStatus};

@@ -103,7 +103,8 @@ async fn connect(conn: &ClientConnection) -> Result<Conn, BackupError> {
         .tcp_port(conn.port)
         .user(Some(conn.user.clone()))
         .pass(Some(conn.password().to_string()))
-        .prefer_socket(false);
+        .prefer_socket(false)
+        .ssl_opts(conn.tls().map(|t| t.ssl_opts()));
     Conn::new(opts).await.map_err(|e| binlog_error(format!("connecting to {}:{}: {e}", conn.host, conn.port)))
 }
 

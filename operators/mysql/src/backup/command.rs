@@ -33,12 +33,26 @@ pub struct ClientConnection {
     /// Account name.
     pub user: String,
     password: String,
+    /// The file with the authority the server's certificate is checked against, for its
+    /// host name; `None`: plaintext.
+    pub ca_file: Option<String>,
 }
 
 impl ClientConnection {
     /// A TCP connection to `host:port` as `user`.
     pub fn new(host: impl Into<String>, port: u16, user: impl Into<String>, password: impl Into<String>) -> Self {
-        ClientConnection { host: host.into(), port, user: user.into(), password: password.into() }
+        ClientConnection { host: host.into(), port, user: user.into(), password: password.into(), ca_file: None }
+    }
+
+    /// This connection over TLS, checking the server's certificate for its host name against
+    /// the authority in `ca_file` (none: plaintext).
+    pub fn with_ca_file(self, ca_file: Option<String>) -> Self {
+        ClientConnection { ca_file, ..self }
+    }
+
+    /// How the operator's own client code connects over TLS, if it does.
+    pub(crate) fn tls(&self) -> Option<crate::clustering::dataplane::ClientTls> {
+        self.ca_file.as_deref().map(crate::clustering::dataplane::ClientTls::from_file)
     }
 
     /// The password, for a connection that is not a client process.
@@ -59,13 +73,17 @@ impl ClientConnection {
     /// The part of [`Self::flags`] every client program takes, `mariadb-binlog` included
     /// (it has no character set or packet size options).
     fn connection_flags(&self) -> Vec<String> {
-        vec![
+        let mut flags = vec![
             "--no-defaults".into(),
             format!("--host={}", self.host),
             format!("--port={}", self.port),
             "--protocol=TCP".into(),
             format!("--user={}", self.user),
-        ]
+        ];
+        if let Some(ca) = &self.ca_file {
+            flags.extend(["--ssl".into(), format!("--ssl-ca={ca}"), "--ssl-verify-server-cert".into()]);
+        }
+        flags
     }
 }
 
@@ -76,6 +94,7 @@ impl fmt::Debug for ClientConnection {
             .field("port", &self.port)
             .field("user", &self.user)
             .field("password", &"<redacted>")
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }

@@ -192,7 +192,7 @@ pub struct RestoreOutcome {
 /// The accounts section of the server `conn` names, read as its account.
 async fn read_accounts(conn: &ClientConnection) -> Result<String, crate::clustering::dataplane::DataPlaneError> {
     let endpoint = Endpoint { host: conn.host.clone(), port: conn.port };
-    let mut session = Session::connect(&endpoint, &conn.user, conn.password()).await?;
+    let mut session = Session::connect(&endpoint, &conn.user, conn.password(), conn.tls().as_ref()).await?;
     session.accounts_sql().await
 }
 

@@ -94,6 +94,9 @@ pub fn server_settings(valid: &ValidSpec) -> Vec<(String, String)> {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v)),
     );
+    if let Some(tls) = &valid.spec.tls {
+        out.extend(super::tls::server_settings(tls));
+    }
     // Derived from the container's memory unless the user set them.
     out.extend(
         super::tuning::tuned_settings(valid.spec.resources.as_ref())

@@ -35,8 +35,11 @@ const PASSWORD_ENV: &str = "MYSQLD_EXPORTER_PASSWORD";
 /// yields one figure that `innodb_metrics` has better.
 pub const EXTRA_COLLECTORS: [&str; 3] = ["info_schema.innodb_metrics", "info_schema.processlist", "binlog_size"];
 
-/// The exporter's arguments, against the server at `address` (`host:port`).
-pub fn args(address: &str) -> Vec<String> {
+/// The exporter's arguments, against the server at `address` (`host:port`), over TLS when
+/// the server serves it (`tls`): the exporter cannot check a certificate for 127.0.0.1,
+/// which none carries, but a server refusing plaintext needs it, and the connection never
+/// leaves the pod.
+pub fn args(address: &str, tls: bool) -> Vec<String> {
     let mut args = vec![
         format!("--mysqld.address={address}"),
         format!("--mysqld.username={EXPORTER_USER}"),
@@ -44,6 +47,9 @@ pub fn args(address: &str) -> Vec<String> {
         // No my.cnf: the password comes from the environment, the rest from the flags.
         "--config.my-cnf=".to_string(),
     ];
+    if tls {
+        args.push("--tls.insecure-skip-verify".to_string());
+    }
     args.extend(EXTRA_COLLECTORS.iter().map(|c| format!("--collect.{c}")));
     args
 }
@@ -70,13 +76,14 @@ fn landing_page_probe(failures: i32) -> Probe {
     }
 }
 
-/// The sidecar container running `image`, with `resources` or the defaults.
-pub fn container(image: &str, resources: Option<&ResourceRequirements>, names: &Names) -> Container {
+/// The sidecar container running `image`, with `resources` or the defaults, over TLS when
+/// the server serves it.
+pub fn container(image: &str, resources: Option<&ResourceRequirements>, tls: bool, names: &Names) -> Container {
     Container {
         name: CONTAINER.into(),
         image: Some(image.to_string()),
         image_pull_policy: Some("IfNotPresent".into()),
-        args: Some(args(&format!("{EXPORTER_HOST}:{MYSQL_PORT}"))),
+        args: Some(args(&format!("{EXPORTER_HOST}:{MYSQL_PORT}"), tls)),
         env: Some(vec![secret_env(PASSWORD_ENV, &names.secret(), EXPORTER_KEY)]),
         ports: Some(vec![ContainerPort {
             name: Some(PORT_NAME.into()),
@@ -98,8 +105,11 @@ mod tests {
 
     #[test]
     fn the_sidecar_reads_its_own_server_with_its_own_password() {
-        let c = container("exp:1", None, &Names::new("db", "ns"));
+        let c = container("exp:1", None, false, &Names::new("db", "ns"));
         let args = c.args.clone().unwrap();
+        assert!(!args.iter().any(|a| a.starts_with("--tls")), "{args:?}");
+        let over_tls = container("exp:1", None, true, &Names::new("db", "ns")).args.unwrap();
+        assert!(over_tls.contains(&"--tls.insecure-skip-verify".to_string()), "{over_tls:?}");
         assert!(args.contains(&"--mysqld.address=127.0.0.1:3306".to_string()), "{args:?}");
         assert!(args.contains(&"--mysqld.username=exporter".to_string()), "{args:?}");
         assert!(args.contains(&"--collect.info_schema.innodb_metrics".to_string()), "{args:?}");
@@ -126,7 +136,7 @@ mod tests {
             limits: Some([("memory".to_string(), Quantity("64Mi".into()))].into()),
             ..Default::default()
         };
-        let c = container("exp:1", Some(&mine), &Names::new("db", "ns"));
+        let c = container("exp:1", Some(&mine), false, &Names::new("db", "ns"));
         assert_eq!(c.resources, Some(mine));
     }
 }

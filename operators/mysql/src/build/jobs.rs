@@ -17,8 +17,10 @@ use statecraft_shared::pod_template::PodTemplate;
 use statecraft_shared::s3::S3Location;
 
 use super::statefulset::MYSQL_UID;
+use super::tls;
 use crate::api::Flavor;
 use crate::flavor::REPLICATION_USER;
+use statecraft_shared::tls::CA_CERT;
 
 /// Where the init container puts the operator's binary.
 pub const BIN_DIR: &str = "/opt/statecraft";
@@ -52,6 +54,9 @@ pub mod env {
     pub const BINLOG_PASSWORD: &str = "STATECRAFT_JOB_BINLOG_PASSWORD";
     /// Backup: archive the transactions after this GTID position (the previous backup's).
     pub const BINLOG_SINCE: &str = "STATECRAFT_JOB_BINLOG_SINCE";
+    /// The file with the authority the servers' certificate is checked against (the
+    /// cluster's `spec.tls`). Unset: plaintext.
+    pub const CA_FILE: &str = "STATECRAFT_JOB_CA_FILE";
     /// Restore: the archive to replay after the dump. Unset: none is.
     pub const BINLOG_PREFIX: &str = "STATECRAFT_JOB_BINLOG_PREFIX";
     /// Restore: how many files the archive recorded.
@@ -128,6 +133,9 @@ pub struct JobParams<'a> {
     pub deadline_seconds: i64,
     /// The cluster's `spec.podTemplate`.
     pub pod_template: &'a PodTemplate,
+    /// The Secret with the cluster's certificate when it serves TLS: the Job connects over
+    /// TLS and checks the servers against its `ca.crt`.
+    pub tls_secret: Option<&'a str>,
 }
 
 /// The Job (the shared task Job): the server image, for its clients, running the
@@ -145,6 +153,9 @@ pub fn job(p: &JobParams<'_>) -> Job {
         secret_env(env::PASSWORD, p.password_secret.0, p.password_secret.1),
     ];
     env.extend(s3_env(p.location, p.key, p.sha256));
+    if p.tls_secret.is_some() {
+        env.push(value_env(env::CA_FILE, tls::tls_path(CA_CERT)));
+    }
     match &p.binlogs {
         None => {}
         Some(BinlogWork::Archive { host, since, password_secret }) => env.extend([
@@ -176,9 +187,12 @@ pub fn job(p: &JobParams<'_>) -> Job {
             p.server_image,
             command,
             env,
-            vec![mount("bin", BIN_DIR), mount("tmp", "/tmp")],
+            [mount("bin", BIN_DIR), mount("tmp", "/tmp")]
+                .into_iter()
+                .chain(p.tls_secret.map(|_| tls::mount()))
+                .collect(),
         ),
-        volumes: vec![empty("bin"), empty("tmp")],
+        volumes: [empty("bin"), empty("tmp")].into_iter().chain(p.tls_secret.map(tls::job_volume)).collect(),
         run_as: MYSQL_UID,
         active_deadline_seconds: p.deadline_seconds,
         pod_template: p.pod_template.clone(),
@@ -212,7 +226,24 @@ mod tests {
             binlogs: None,
             deadline_seconds: 21_600,
             pod_template: &NO_TEMPLATE,
+            tls_secret: None,
         }
+    }
+
+    #[test]
+    fn over_tls_the_job_mounts_the_authority_and_says_where_it_is() {
+        let location = S3Location::new("backups", "prod", S3CredentialsSecretRef::new("s3-creds"));
+        let plain = job(&params(&location));
+        let pod = |j: &Job| j.spec.clone().unwrap().template.spec.unwrap();
+        let env = |j: &Job| pod(j).containers[0].env.clone().unwrap();
+        assert!(!env(&plain).iter().any(|e| e.name == env::CA_FILE));
+        let over_tls = job(&JobParams { tls_secret: Some("db-tls"), ..params(&location) });
+        let ca = env(&over_tls).into_iter().find(|e| e.name == env::CA_FILE).unwrap();
+        assert_eq!(ca.value.as_deref(), Some("/etc/statecraft-tls/ca.crt"));
+        let volume = pod(&over_tls).volumes.unwrap().into_iter().find(|v| v.name == tls::VOLUME).unwrap();
+        assert_eq!(volume.secret.unwrap().secret_name.as_deref(), Some("db-tls"));
+        let mounts = pod(&over_tls).containers[0].volume_mounts.clone().unwrap();
+        assert!(mounts.iter().any(|m| m.mount_path == tls::TLS_DIR));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod pdb;
 pub mod secret;
 pub mod services;
 pub mod statefulset;
+pub mod tls;
 pub mod tuning;
 
 use std::collections::BTreeMap;
@@ -91,6 +92,15 @@ impl Names {
     pub fn secret(&self) -> String {
         format!("{}-passwords", self.cluster)
     }
+    /// The Secret with the certificate the operator issues for the servers (`spec.tls`
+    /// without a Secret of the user's).
+    pub fn tls_secret(&self) -> String {
+        format!("{}-tls", self.cluster)
+    }
+    /// The Secret with the cluster's certificate authority (key included).
+    pub fn ca_secret(&self) -> String {
+        format!("{}-ca", self.cluster)
+    }
     /// Pod of `ordinal`.
     pub fn pod(&self, ordinal: u32) -> String {
         self.set().pod(ordinal)
@@ -145,6 +155,7 @@ mod tests {
         assert_eq!(n.read_only_service(), "db-replicas");
         assert_eq!(n.config_map(), "db-config");
         assert_eq!(n.secret(), "db-passwords");
+        assert_eq!((n.tls_secret().as_str(), n.ca_secret().as_str()), ("db-tls", "db-ca"));
         assert_eq!(n.pod(2), "db-2");
         assert_eq!(n.data_claim(2), "data-db-2");
         assert_eq!(n.pod_host(0), "db-0.db-hl.prod.svc");

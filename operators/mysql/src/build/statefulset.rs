@@ -14,7 +14,7 @@ use super::config::{
     my_cnf,
 };
 use super::secret::{BACKUP_KEY, EXPORTER_KEY, OPERATOR_KEY, REPLICATION_KEY, ROOT_KEY};
-use super::{MYSQL_PORT, Names, content_hash, exporter};
+use super::{MYSQL_PORT, Names, content_hash, exporter, tls};
 use crate::validate::ValidSpec;
 use statecraft_shared::deploy::{field_env, restricted_container, secret_env, spread_over_nodes};
 use statecraft_shared::statefulset as set;
@@ -90,12 +90,17 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
             ..Default::default()
         }),
         resources: spec.resources.clone(),
-        volume_mounts: Some(vec![
-            mount(DATA_VOLUME, DATA_MOUNT, false),
-            mount("config", CONFIG_DIR, true),
-            mount("run", RUN_DIR, false),
-            mount("tmp", "/tmp", false),
-        ]),
+        volume_mounts: Some(
+            [
+                mount(DATA_VOLUME, DATA_MOUNT, false),
+                mount("config", CONFIG_DIR, true),
+                mount("run", RUN_DIR, false),
+                mount("tmp", "/tmp", false),
+            ]
+            .into_iter()
+            .chain(spec.tls.as_ref().map(|_| tls::mount()))
+            .collect(),
+        ),
         security_context: Some(restricted_container()),
         ..Default::default()
     };
@@ -105,46 +110,49 @@ pub fn statefulset(valid: &ValidSpec, names: &Names) -> StatefulSet {
         empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Default::default()
     };
-    let pod = PodSpec {
-        init_containers: spec
-            .storage
-            .fix_ownership
-            .then(|| vec![set::ownership_fix(&valid.image, DATA_MOUNT, MYSQL_UID)]),
-        containers: std::iter::once(container)
-            .chain(
-                valid
-                    .exporter_image
-                    .as_deref()
-                    .map(|image| exporter::container(image, spec.exporter.resources.as_ref(), names)),
-            )
-            .collect(),
-        // A clean InnoDB shutdown of a busy server takes a while.
-        termination_grace_period_seconds: Some(120),
-        enable_service_links: Some(false),
-        security_context: Some(PodSecurityContext {
-            run_as_user: Some(MYSQL_UID),
-            run_as_group: Some(MYSQL_UID),
-            fs_group: Some(MYSQL_UID),
-            run_as_non_root: Some(true),
-            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
-            ..Default::default()
-        }),
-        affinity: Some(spread_over_nodes(&names.selector_labels())),
-        volumes: Some(vec![
-            Volume {
-                name: "config".into(),
-                config_map: Some(ConfigMapVolumeSource {
-                    name: names.config_map(),
-                    default_mode: Some(0o444),
-                    ..Default::default()
-                }),
+    let pod =
+        PodSpec {
+            init_containers: spec
+                .storage
+                .fix_ownership
+                .then(|| vec![set::ownership_fix(&valid.image, DATA_MOUNT, MYSQL_UID)]),
+            containers: std::iter::once(container)
+                .chain(valid.exporter_image.as_deref().map(|image| {
+                    exporter::container(image, spec.exporter.resources.as_ref(), spec.tls.is_some(), names)
+                }))
+                .collect(),
+            // A clean InnoDB shutdown of a busy server takes a while.
+            termination_grace_period_seconds: Some(120),
+            enable_service_links: Some(false),
+            security_context: Some(PodSecurityContext {
+                run_as_user: Some(MYSQL_UID),
+                run_as_group: Some(MYSQL_UID),
+                fs_group: Some(MYSQL_UID),
+                run_as_non_root: Some(true),
+                seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
                 ..Default::default()
-            },
-            empty_dir("run"),
-            empty_dir("tmp"),
-        ]),
-        ..Default::default()
-    };
+            }),
+            affinity: Some(spread_over_nodes(&names.selector_labels())),
+            volumes: Some(
+                [
+                    Volume {
+                        name: "config".into(),
+                        config_map: Some(ConfigMapVolumeSource {
+                            name: names.config_map(),
+                            default_mode: Some(0o444),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    empty_dir("run"),
+                    empty_dir("tmp"),
+                ]
+                .into_iter()
+                .chain(spec.tls.as_ref().map(|t| tls::server_volume(&tls::secret_name(t, names))))
+                .collect(),
+            ),
+            ..Default::default()
+        };
 
     let parts = set::Parts {
         replicas: if spec.stopped { 0 } else { spec.replicas },
@@ -234,6 +242,31 @@ mod tests {
         let claim = claim.spec.as_ref().unwrap();
         assert_eq!(claim.resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0, "1Gi");
         assert_eq!(claim.storage_class_name, None);
+    }
+
+    #[test]
+    fn tls_mounts_the_certificate_secret_into_the_server_and_changes_nothing_without_it() {
+        let plain = build(&spec());
+        let mut s = spec();
+        s.tls = Some(crate::api::Tls::default());
+        let issued = build(&s);
+        s.tls = Some(crate::api::Tls { secret_name: Some("mine".into()), require_secure_transport: true });
+        let users = build(&s);
+        let pod = |sts: &StatefulSet| sts.spec.clone().unwrap().template.spec.unwrap();
+        let secret_of = |sts: &StatefulSet| {
+            pod(sts).volumes.unwrap().into_iter().find(|v| v.name == tls::VOLUME).and_then(|v| v.secret?.secret_name)
+        };
+        assert_eq!(secret_of(&plain), None);
+        assert_eq!(secret_of(&issued).as_deref(), Some("db-tls"));
+        assert_eq!(secret_of(&users).as_deref(), Some("mine"));
+        let mounts = pod(&issued).containers[0].volume_mounts.clone().unwrap();
+        assert!(mounts.iter().any(|m| m.mount_path == tls::TLS_DIR && m.read_only == Some(true)));
+        // my.cnf changes with it, so turning TLS on rolls the servers.
+        let hash = |sts: &StatefulSet| {
+            sts.spec.clone().unwrap().template.metadata.unwrap().annotations.unwrap()[CONFIG_HASH_ANNOTATION].clone()
+        };
+        assert_ne!(hash(&plain), hash(&issued));
+        assert_ne!(hash(&issued), hash(&users));
     }
 
     #[test]

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, OptsBuilder, Row};
+use mysql_async::{Conn, OptsBuilder, Row, SslOpts};
 use thiserror::Error;
 use tracing::debug;
 
@@ -132,12 +133,64 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
-/// Credentials and flavor of one cluster's data plane.
+/// How a connection checks the server's certificate (`spec.tls`): against one authority
+/// only (never the system's roots), for one name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientTls {
+    /// The authority's certificate, PEM bytes, or the path of a file with it.
+    authority: Authority,
+    /// The name the certificate must carry; `None`: the host dialled.
+    server_name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Authority {
+    Pem(Vec<u8>),
+    File(std::path::PathBuf),
+}
+
+impl ClientTls {
+    /// Servers checked against the authority `ca_pem` for `server_name`, whatever address
+    /// is dialled: the operator dials pod addresses, which no certificate carries, and the
+    /// servers of a cluster share one certificate, so the name proves the same thing.
+    pub fn with_name(ca_pem: &str, server_name: String) -> Self {
+        ClientTls { authority: Authority::Pem(ca_pem.as_bytes().to_vec()), server_name: Some(server_name) }
+    }
+
+    /// Servers checked against the authority in the file at `path`, for the host dialled.
+    pub fn from_file(path: impl Into<std::path::PathBuf>) -> Self {
+        ClientTls { authority: Authority::File(path.into()), server_name: None }
+    }
+
+    /// The client's TLS options.
+    pub(crate) fn ssl_opts(&self) -> SslOpts {
+        let root = match &self.authority {
+            Authority::Pem(pem) => pem.clone().into(),
+            Authority::File(path) => path.clone().into(),
+        };
+        let opts = SslOpts::default().with_root_certs(vec![root]).with_disable_built_in_roots(true);
+        match &self.server_name {
+            Some(name) => opts.with_danger_tls_hostname_override(Some(name.clone())),
+            None => opts,
+        }
+    }
+}
+
+/// A time as OpenSSL prints it (`Dec  8 01:05:12 2026 GMT`), as servers report their
+/// certificate's validity.
+pub fn openssl_time(text: &str) -> Option<DateTime<Utc>> {
+    let bare = text.trim().strip_suffix("GMT")?.trim();
+    let words: Vec<&str> = bare.split_whitespace().collect();
+    chrono::NaiveDateTime::parse_from_str(&words.join(" "), "%b %d %H:%M:%S %Y").ok().map(|t| t.and_utc())
+}
+
+/// Credentials, flavor and TLS of one cluster's data plane.
 #[derive(Clone)]
 pub struct DataPlane {
     flavor: &'static dyn FlavorSql,
     operator_password: String,
     replication_password: String,
+    tls: Option<ClientTls>,
 }
 
 /// A failed request to a server, as the controllers report it (`DataPlaneError` reason,
@@ -148,18 +201,37 @@ impl From<DataPlaneError> for statecraft_shared::Error {
     }
 }
 
-/// A TCP connection to `ep` as `user`, within [`CONNECT_TIMEOUT`].
-pub async fn connect_as(ep: &Endpoint, user: &str, password: &str) -> Result<Conn, DataPlaneError> {
+/// A TCP connection to `ep` as `user`, over TLS when `tls` says how, within
+/// [`CONNECT_TIMEOUT`].
+pub async fn connect_as(
+    ep: &Endpoint,
+    user: &str,
+    password: &str,
+    tls: Option<&ClientTls>,
+) -> Result<Conn, DataPlaneError> {
     let opts = OptsBuilder::default()
         .ip_or_hostname(ep.host.clone())
         .tcp_port(ep.port)
         .user(Some(user))
         .pass(Some(password))
-        .prefer_socket(false);
-    match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
+        .prefer_socket(false)
+        .ssl_opts(tls.map(ClientTls::ssl_opts));
+    let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+    let timeout = || DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: CONNECT_TIMEOUT };
+    match tokio::time::timeout_at(deadline, Conn::new(opts.clone())).await {
         Ok(Ok(c)) => Ok(c),
+        // A server that serves no TLS yet (the roll turning TLS on has not replaced it):
+        // plaintext, as MariaDB's replicas do, so that the operator keeps seeing it. A
+        // server that requires TLS always offers it.
+        Ok(Err(mysql_async::Error::Driver(mysql_async::DriverError::NoClientSslFlagFromServer))) => {
+            debug!(endpoint = %ep, "the server offers no TLS: plaintext");
+            match tokio::time::timeout_at(deadline, Conn::new(opts.ssl_opts(None::<SslOpts>))).await {
+                Ok(r) => r.map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e }),
+                Err(_) => Err(timeout()),
+            }
+        }
         Ok(Err(e)) => Err(DataPlaneError::Sql { endpoint: ep.to_string(), source: e }),
-        Err(_) => Err(DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: CONNECT_TIMEOUT }),
+        Err(_) => Err(timeout()),
     }
 }
 
@@ -171,9 +243,15 @@ impl std::fmt::Debug for DataPlane {
 
 impl DataPlane {
     /// A data plane for a cluster of `flavor` with the passwords of the operator's and the
-    /// replication account.
+    /// replication account, in plaintext.
     pub fn new(flavor: &'static dyn FlavorSql, operator_password: String, replication_password: String) -> Self {
-        DataPlane { flavor, operator_password, replication_password }
+        DataPlane { flavor, operator_password, replication_password, tls: None }
+    }
+
+    /// This data plane over TLS (`spec.tls`): the operator's connections check the servers'
+    /// certificate, and replicas replicate over TLS.
+    pub fn with_tls(self, tls: Option<ClientTls>) -> Self {
+        DataPlane { tls, ..self }
     }
 
     /// The flavor's SQL.
@@ -192,7 +270,7 @@ impl DataPlane {
     }
 
     async fn connect(&self, ep: &Endpoint) -> Result<Conn, DataPlaneError> {
-        connect_as(ep, OPERATOR_USER, &self.operator_password).await
+        connect_as(ep, OPERATOR_USER, &self.operator_password, self.tls.as_ref()).await
     }
 
     /// Runs `statements` in order on one connection, within `timeout`.
@@ -350,6 +428,7 @@ impl DataPlane {
             port: source.1,
             user: REPLICATION_USER,
             password: &self.replication_password,
+            tls: self.tls.is_some(),
         });
         // The statement with the password goes alone, never through `run`'s debug log.
         self.run(ep, &statements, OBSERVE_TIMEOUT).await?;
@@ -364,6 +443,28 @@ impl DataPlane {
         tokio::time::timeout(OBSERVE_TIMEOUT, work)
             .await
             .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: OBSERVE_TIMEOUT })?
+    }
+
+    /// Until when the certificate the server presents to new connections is valid
+    /// (`Ssl_server_not_after`); `None` when it serves no TLS or says something else.
+    pub async fn served_until(&self, ep: &Endpoint) -> Result<Option<DateTime<Utc>>, DataPlaneError> {
+        let work = async {
+            let mut conn = self.connect(ep).await?;
+            let row: Option<(String, String)> = conn
+                .query_first("SHOW GLOBAL STATUS LIKE 'Ssl_server_not_after'")
+                .await
+                .map_err(|e| DataPlaneError::Sql { endpoint: ep.to_string(), source: e })?;
+            let _ = conn.disconnect().await;
+            Ok(row.and_then(|(_, v)| openssl_time(&v)))
+        };
+        tokio::time::timeout(OBSERVE_TIMEOUT, work)
+            .await
+            .map_err(|_| DataPlaneError::Timeout { endpoint: ep.to_string(), timeout: OBSERVE_TIMEOUT })?
+    }
+
+    /// Makes the server read its certificate files again.
+    pub async fn reload_tls(&self, ep: &Endpoint) -> Result<(), DataPlaneError> {
+        self.run(ep, &[self.flavor.reload_tls().to_string()], OBSERVE_TIMEOUT).await
     }
 
     /// Stops the receiver: the server acknowledges nothing more to its source.
@@ -544,6 +645,15 @@ async fn client_connections(conn: &mut Conn, ep: &Endpoint, flavor: &dyn FlavorS
 mod tests {
     use super::*;
     use crate::api::Flavor;
+
+    #[test]
+    fn servers_report_validity_as_openssl_prints_it() {
+        let at = |s: &str| openssl_time(s).map(|t| t.to_rfc3339());
+        assert_eq!(at("Dec  8 01:09:55 2026 GMT").as_deref(), Some("2026-12-08T01:09:55+00:00"));
+        assert_eq!(at("Mar 28 23:00:01 2027 GMT").as_deref(), Some("2027-03-28T23:00:01+00:00"));
+        assert_eq!(at(""), None);
+        assert_eq!(at("2026-12-08"), None);
+    }
 
     #[test]
     fn the_count_spares_backups_and_probes_beyond_what_a_demotion_spares() {

@@ -82,8 +82,18 @@ async fn primary(ctx: &Context, name: &str) -> Result<std::result::Result<Sessio
     let Some(passwords) = secret.as_ref().and_then(Passwords::from_secret) else {
         return Ok(Err(Wait::new(MySql::WaitingForPrimary, format!("Secret {} has no passwords yet", names.secret()))));
     };
+    let tls = match &cluster.spec.tls {
+        None => None,
+        Some(tls) => match super::certificates::serving(rt, tls, &names).await? {
+            Some(serving) => Some(serving.client),
+            None => {
+                let message = format!("MySQLCluster {name:?} has no certificate yet");
+                return Ok(Err(Wait::new(MySql::WaitingForPrimary, message)));
+            }
+        },
+    };
     let endpoint = Endpoint { host: names.pod_host(ordinal), port: MYSQL_PORT as u16 };
-    let session = Session::connect(&endpoint, ROOT_USER, &passwords.root).await?;
+    let session = Session::connect(&endpoint, ROOT_USER, &passwords.root, tls.as_ref()).await?;
     Ok(Ok(session))
 }
 

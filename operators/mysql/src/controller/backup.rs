@@ -142,6 +142,7 @@ impl BackupResource for MySQLBackup {
         };
         let image = operator_image(MysqlOperator::NAME)
             .ok_or_else(|| Error::Permanent("the operator does not know its own image".into()))?;
+        let tls_secret = cluster.spec.tls.as_ref().map(|t| crate::build::tls::secret_name(t, &names));
         let desired = job(&JobParams {
             name: target.job_name,
             namespace: &rt.namespace,
@@ -160,6 +161,7 @@ impl BackupResource for MySQLBackup {
             binlogs,
             deadline_seconds: target.deadline_seconds,
             pod_template: &cluster.spec.pod_template,
+            tls_secret: tls_secret.as_deref(),
         });
         let archive = match (since, primary_host) {
             (Some(since), Some(host)) => format!("; then archiving {host}'s binary logs after {since}"),

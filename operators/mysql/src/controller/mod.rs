@@ -21,6 +21,7 @@
 pub mod accounts;
 pub mod acks;
 pub mod backup;
+pub mod certificates;
 pub mod metrics;
 pub mod pitr;
 pub mod reconcile;

@@ -17,7 +17,7 @@ use statecraft_shared::status::report_invalid_spec;
 use statecraft_shared::{Error, Result};
 use tracing::info;
 
-use super::Context;
+use super::{Context, certificates};
 use crate::api::MySQLCluster;
 use crate::build::secret::{Passwords, secret};
 use crate::build::{Names, config, network_policy, ordinal_of, pdb, services, statefulset};
@@ -87,6 +87,15 @@ pub async fn reconcile(cluster: Arc<MySQLCluster>, ctx: Arc<Context>) -> Result<
     // Without spec.networkPolicy, none: an earlier one goes with the orphans below.
     if let Some(policy) = network_policy::network_policy(&valid, &names) {
         applier.apply(policy).await?;
+    }
+    // The certificate before the pods that mount it.
+    if let Some(tls) = &valid.spec.tls
+        && let Err(err) = certificates::ensure(rt, &cluster, tls, &names, &mut applier).await
+    {
+        if matches!(err, Error::InvalidSpec { .. }) {
+            report_invalid_spec(rt, &*cluster, |s| &mut s.conditions, &err).await?;
+        }
+        return Err(err);
     }
     let mut sts = statefulset::statefulset(&valid, &names);
     if let Some(spec) = sts.spec.as_mut()

@@ -142,6 +142,7 @@ impl RestoreResource for MySQLRestore {
         let image = operator_image(MysqlOperator::NAME)
             .ok_or_else(|| Error::Permanent("the operator does not know its own image".into()))?;
         let secret = names.secret();
+        let tls_secret = cluster.spec.tls.as_ref().map(|t| crate::build::tls::secret_name(t, &names));
         let desired = job(&JobParams {
             name: &job_name,
             namespace: &rt.namespace,
@@ -165,6 +166,7 @@ impl RestoreResource for MySQLRestore {
             }),
             deadline_seconds: self.spec.deadline.seconds(None),
             pod_template: &cluster.spec.pod_template,
+            tls_secret: tls_secret.as_deref(),
         });
         let mut applier =
             statecraft_shared::apply::Applier::new(rt.client.clone(), rt.field_manager, self, &rt.apply_cache)?;

@@ -32,7 +32,7 @@ impl Exporter {
     pub async fn start(server: &MariaDb) -> Exporter {
         let bin = binary("mysqld_exporter").expect("the mysqld_exporter test binary (scripts/build-go-tools.sh)");
         let port = free_port().expect("a free port");
-        let mut args: Vec<String> = exporter::args(&format!("127.0.0.1:{}", server.port))
+        let mut args: Vec<String> = exporter::args(&format!("127.0.0.1:{}", server.port), false)
             .into_iter()
             .filter(|a| !a.starts_with("--web.listen-address="))
             .collect();

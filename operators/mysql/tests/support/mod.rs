@@ -145,6 +145,7 @@ pub fn mariadb_spec(replicas: i32) -> MySQLClusterSpec {
         auto_heal: Default::default(),
         auto_scaling: None,
         exporter: Default::default(),
+        tls: None,
     }
 }
 

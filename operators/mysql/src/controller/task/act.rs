@@ -18,12 +18,14 @@ use statecraft_shared::{Error, Result};
 use tracing::{debug, info, warn};
 
 use super::super::upgrade::{self, Gates};
-use super::super::{Context, backup, reseed, scheduled};
+use super::super::{Context, backup, certificates, reseed, scheduled};
 use super::Memory;
 use super::observe::Observation;
 use crate::api::{MySQLCluster, MySQLClusterStatus, UpgradeStrategyType};
 use crate::build::{Names, READS_LABEL, ROLE_LABEL};
+use crate::clustering::dataplane::Endpoint;
 use crate::clustering::decide::{Decision, Health, Operation, Role};
+use crate::clustering::observed::ServerState;
 use crate::clustering::pass::{Effect, perform};
 use crate::reason::MySql;
 
@@ -51,6 +53,10 @@ fn handover_starts_in(op: &Operation, o: &Observation, memory: &Memory, now: Ins
 /// routes (`FormerPrimaryStillRouted`): writes are down for that wait, and each pass is a
 /// few reads.
 const ROUTES_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How often the servers are asked which certificate they present (`spec.tls`): a renewed
+/// one is loaded within this of the kubelet replacing the files, without a query a second.
+const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Carries out the pass's decision (see the module doc). Returns whether to pass again at
 /// once and the rolling upgrade's step.
@@ -179,6 +185,22 @@ pub async fn act(
         {
             warn!(cluster = %name, error = %e, "growing the volumes failed");
         }
+    }
+    // A renewed certificate is loaded by each server that presents another.
+    if let Some(serving) = &o.tls
+        && memory.tls_checked.is_none_or(|at| at.elapsed() >= TLS_CHECK_INTERVAL)
+    {
+        memory.tls_checked = Some(Instant::now());
+        let up: Vec<(String, Endpoint)> = o
+            .observed
+            .members
+            .iter()
+            .filter(|m| matches!(m.server, ServerState::Up(_)))
+            .filter_map(|m| {
+                Some((names.pod(m.ordinal), o.targets.iter().find(|t| t.ordinal == m.ordinal)?.endpoint.clone()))
+            })
+            .collect();
+        certificates::reload(rt, cluster, &o.dp, serving, &up).await;
     }
     Ok(Acted { next, done: roll })
 }

@@ -75,6 +75,8 @@ struct Memory {
     terminating_since: BTreeMap<String, Instant>,
     /// The growth of the data volumes to `spec.storage.size`.
     growth: statecraft_shared::statefulset::growth::Growth,
+    /// When the servers' certificates were last compared with the Secret's.
+    tls_checked: Option<Instant>,
 }
 
 impl ClusterLoop for Clustering {

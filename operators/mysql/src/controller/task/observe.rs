@@ -13,6 +13,7 @@ use statecraft_shared::pods::{PodProblem, creation_problems, explain_wait, pod_p
 use statecraft_shared::reason::Reason;
 use statecraft_shared::{Error, Result};
 
+use super::super::certificates::{self, Serving};
 use super::super::reconcile::recorded_primary;
 use super::super::{Context, SWITCHOVER_ANNOTATION, reseed};
 use super::{Memory, RECONFIGURE_BACKOFF};
@@ -59,6 +60,8 @@ pub struct Observation {
     pub switchover_to: Option<u32>,
     /// The members each client Service lists as serving: what Ready promises clients.
     pub services: Services,
+    /// What the servers present and trust, with `spec.tls`.
+    pub tls: Option<Serving>,
 }
 
 /// The members the cluster's two client Services list as serving, from their
@@ -113,7 +116,17 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
     else {
         return Ok(None); // the reconciler creates it
     };
-    let dp = DataPlane::new(flavor, passwords.operator.clone(), passwords.replication.clone());
+    // With spec.tls, nothing is done until the certificate exists: the reconciler issues
+    // it (or reports the user's Secret) before the pods that mount it.
+    let tls = match &cluster.spec.tls {
+        None => None,
+        Some(tls) => match certificates::serving(rt, tls, &names).await? {
+            Some(serving) => Some(serving),
+            None => return Ok(None),
+        },
+    };
+    let dp = DataPlane::new(flavor, passwords.operator.clone(), passwords.replication.clone())
+        .with_tls(tls.as_ref().map(|s| s.client.clone()));
 
     let pods: Api<Pod> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let selector = names.set().selector_query();
@@ -177,6 +190,7 @@ pub async fn observe(ctx: &Context, cluster: &MySQLCluster, memory: &mut Memory)
         request,
         switchover_to,
         services,
+        tls,
     }))
 }
 

@@ -33,6 +33,10 @@ pub const CERT: &str = "tls.crt";
 pub const KEY: &str = "tls.key";
 /// Type of the serving Secret.
 pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+/// The label, `"true"`, a user's certificate Secret needs before a cluster uses it (see
+/// [`crate::secrets`]): whoever may create a cluster must not be able to make its servers
+/// present, and hold the key of, a certificate they cannot read (an Ingress's, say).
+pub const OPT_IN_LABEL: &str = "statecraft.io/tls";
 
 /// How long the authority is valid: long, because replacing it means every client
 /// trusting it must be told (not done automatically; see the operators' docs).

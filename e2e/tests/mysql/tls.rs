@@ -1,8 +1,11 @@
 //! TLS on a real cluster (`spec.tls` with `requireSecureTransport`): the operator issues the
 //! servers' certificate from the cluster's own authority; the `mariadb` client checking the
 //! certificate against that authority and the Service's name connects over TLS, a
-//! plaintext client is refused; the replicas replicate over TLS; and a certificate issued
-//! again is loaded by every server without a restart while a client writes over TLS.
+//! plaintext client is refused; the replicas replicate over TLS; a certificate issued
+//! again is loaded by every server without a restart while a client writes over TLS; a
+//! backup Job and a restore Job work against servers that refuse plaintext, the restore
+//! into a cluster presenting a certificate of the user's own authority (a Secret of
+//! cert-manager's shape).
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +18,10 @@ use statecraft_e2e::results::{append_result, unix_now};
 use statecraft_e2e::wait_until;
 use statecraft_e2e::writes::lost;
 
-use super::{Db, TestResult, Writer, pod_identities};
+use statecraft_shared::testing::s3::S3Server;
+use statecraft_shared::tls::{Authority, Certificate};
+
+use super::{Db, TestResult, Writer, mariadb_cluster, pod_identities, s3_host, wait_ready};
 
 /// Key `key` of Secret `name`, as text.
 async fn secret_text(db: &Db, name: &str, key: &str) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
@@ -128,7 +134,7 @@ async fn mysql_tls_checked_by_the_real_client_replicated_and_renewed_without_a_r
     db.kubectl(&["annotate", "--overwrite", "mysqlcluster", "db", "e2e.statecraft.io/renew=1"])?;
     let renewed = wait_until(Duration::from_secs(60), "the certificate issued again", || async {
         let cert = secret_text(&db, "db-tls", "tls.crt").await.ok()?;
-        statecraft_shared::tls::Certificate::parse(&cert).ok()
+        Certificate::parse(&cert).ok()
     })
     .await?;
     let issued_after = asked.elapsed();
@@ -151,6 +157,104 @@ async fn mysql_tls_checked_by_the_real_client_replicated_and_renewed_without_a_r
     assert_eq!(failed, 0, "no write failed while the certificate was renewed");
     assert!(db.events("CertificateIssued").await? >= 2, "issued at creation and again");
     assert!(db.events("CertificateReloaded").await? >= 3, "each server reloaded it");
+
+    // A backup Job dumps a server that refuses plaintext (checking its certificate by
+    // name), and a restore Job loads it into a new cluster presenting a certificate of the
+    // user's own authority, which the real client then checks.
+    let s3 = S3Server::start_on(&s3_host(&db.cluster)).await?;
+    s3.create_bucket("backups")?;
+    db.s3_credentials(&s3)?;
+    let backup = json!({
+        "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLBackup", "metadata": {"name": "over-tls"},
+        "spec": {"clusterName": "db", "location": serde_json::to_value(s3.location("backups", "e2e"))?}
+    });
+    db.cluster.kubectl_with_input(&["apply", "-n", &db.ns.name, "-f", "-"], Some(&backup.to_string()))?;
+    let phase = |kind: &'static str, name: &'static str| {
+        let db = &db;
+        async move {
+            db.kubectl(&["get", kind, name, "-o", "jsonpath={.status.phase}"])
+                .ok()
+                .filter(|p| p == "Succeeded" || p == "Failed")
+        }
+    };
+    let backed_up =
+        wait_until(Duration::from_secs(300), "the backup finished", || phase("mysqlbackup", "over-tls")).await?;
+    assert_eq!(backed_up, "Succeeded", "the backup Job dumped over TLS");
+
+    let ns = db.ns.name.clone();
+    let user_ca = Authority::generate("the user's authority", chrono::Utc::now())?;
+    let names = [format!("copy-primary.{ns}.svc"), format!("*.copy-hl.{ns}.svc")];
+    let mine = user_ca.issue(&names, chrono::Utc::now())?;
+    let secrets: Api<Secret> = Api::namespaced(db.cluster.client.clone(), &ns);
+    secrets.create(&Default::default(), &mine.secret("copy-cert")).await?;
+    let mut copy = mariadb_cluster(&db.cluster, "copy", 1)["spec"].clone();
+    copy["tls"] = json!({"secretName": "copy-cert", "requireSecureTransport": true});
+    let restore = json!({
+        "apiVersion": "mysql.statecraft.io/v1alpha1", "kind": "MySQLRestore", "metadata": {"name": "over-tls"},
+        "spec": {"backupName": "over-tls", "target": {"name": "copy", "spec": copy}}
+    });
+    db.cluster.kubectl_with_input(&["apply", "-n", &ns, "-f", "-"], Some(&restore.to_string()))?;
+    // Not labelled by its owner: refused, naming the field, and no pod made.
+    let refusal = wait_until(Duration::from_secs(60), "the unlabelled Secret refused", || async {
+        let ready = db
+            .kubectl(&[
+                "get",
+                "mysqlcluster",
+                "copy",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].message}",
+            ])
+            .ok()?;
+        ready.contains("spec.tls.secretName").then_some(ready)
+    })
+    .await?;
+    assert!(refusal.contains("statecraft.io/tls=true"), "the message says what to do: {refusal}");
+    assert!(db.kubectl(&["get", "pod", "copy-0"]).is_err(), "no server mounts it");
+    db.kubectl(&["label", "secret", "copy-cert", "statecraft.io/tls=true"])?;
+    db.kubectl(&["annotate", "--overwrite", "mysqlcluster", "copy", "e2e.statecraft.io/labelled=1"])?;
+    let restored =
+        wait_until(Duration::from_secs(600), "the restore finished", || phase("mysqlrestore", "over-tls")).await?;
+    assert_eq!(restored, "Succeeded", "the restore Job loaded over TLS");
+    wait_ready(&db.api, "copy", Duration::from_secs(120)).await?;
+    assert!(db.kubectl(&["get", "secret", "copy-ca"]).is_err(), "no authority of the operator's beside the user's");
+    db.cluster.kubectl_with_input(
+        &["exec", "-i", "-n", &ns, "app", "--", "sh", "-c", "cat > /tmp/user-ca.crt"],
+        Some(&user_ca.cert_pem),
+    )?;
+    let copy_host = format!("--host=copy-primary.{ns}.svc");
+    let password = format!("--password={}", secret_text(&db, "copy-passwords", "root-password").await?);
+    let count = db.kubectl(&[
+        "exec",
+        "app",
+        "--",
+        "mariadb",
+        "--no-defaults",
+        &copy_host,
+        "--user=root",
+        &password,
+        "-N",
+        "--ssl-ca=/tmp/user-ca.crt",
+        "--ssl-verify-server-cert",
+        "-e",
+        "SELECT COUNT(*) FROM app.w",
+    ])?;
+    let backed: usize = count.trim().parse()?;
+    assert_eq!(backed, rows.len(), "every row restored, read over TLS checked against the user's authority");
+    let wrong_ca = db.kubectl(&[
+        "exec",
+        "app",
+        "--",
+        "mariadb",
+        "--no-defaults",
+        &copy_host,
+        "--user=root",
+        &password,
+        "--ssl-ca=/tmp/ca.crt",
+        "--ssl-verify-server-cert",
+        "-e",
+        "SELECT 1",
+    ]);
+    assert!(wrong_ca.is_err(), "another cluster's authority does not vouch for it: {wrong_ca:?}");
 
     append_result(
         "mysql-tls.jsonl",

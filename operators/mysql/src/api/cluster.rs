@@ -193,10 +193,12 @@ pub struct MySQLClusterSpec {
 #[serde(rename_all = "camelCase")]
 pub struct Tls {
     /// A Secret of this namespace with `tls.crt`, `tls.key` and `ca.crt`, as cert-manager
-    /// writes for a Certificate: name that Certificate's `secretName` here. Its names must
-    /// include `*.<cluster>-hl.<namespace>.svc` (the servers, whom the operator checks by
-    /// name) and the Services clients use. The operator only reads it; a renewed one is
-    /// loaded by the servers without a restart. Unset: the operator's own authority.
+    /// writes for a Certificate: name that Certificate's `secretName` here. It is used only
+    /// when labelled `statecraft.io/tls: "true"` by its owner. Its names must include
+    /// `<cluster>-primary.<namespace>.svc` (the operator checks it) and
+    /// `*.<cluster>-hl.<namespace>.svc` (the backup Jobs connect to a server by name). The
+    /// operator only reads it; a renewed one is loaded by the servers without a restart.
+    /// Unset: the operator's own authority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253), pattern(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"))]
     pub secret_name: Option<String>,

@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use statecraft_shared::apply::Applier;
 use statecraft_shared::runner::Runtime;
-use statecraft_shared::tls::{Authority, Certificate, Issued, reissue};
+use statecraft_shared::secrets::{SecretRefusal, opted_in};
+use statecraft_shared::tls::{Authority, Certificate, Issued, OPT_IN_LABEL, reissue};
 use statecraft_shared::{Error, Result};
 use tracing::info;
 
@@ -25,8 +26,9 @@ fn invalid(e: impl std::fmt::Display) -> Error {
     Error::invalid_spec(SECRET_FIELD, e.to_string())
 }
 
-/// Keeps the certificate the servers present: with a Secret of the user's, checks that it
-/// holds a certificate, key and authority (an error names the field); without, applies the
+/// Keeps the certificate the servers present: with a Secret of the user's, checks that its
+/// owner opted in and that it holds a certificate, key and authority (an error names the
+/// field), before any pod mounts it; without, applies the
 /// cluster's authority (generated once, kept while its Secret exists) and the certificate
 /// it issues, issued again when [`reissue`] says so.
 pub async fn ensure(
@@ -40,9 +42,8 @@ pub async fn ensure(
     let read =
         async |name: &str| secrets.get_opt(name).await.map_err(|e| Error::kube(format!("reading Secret {name}"), e));
     if let Some(user) = &tls.secret_name {
-        let secret = read(user).await?.ok_or_else(|| invalid(format!("Secret {user} does not exist")))?;
-        Issued::from_secret(&secret).map_err(invalid)?;
-        return Ok(());
+        let secret = read(user).await?;
+        return users(user, secret.as_ref()).map(|_| ()).map_err(invalid);
     }
     let now = Utc::now();
     let authority = match read(&names.ca_secret()).await? {
@@ -72,6 +73,16 @@ pub async fn ensure(
     Ok(())
 }
 
+/// The certificate in the user's Secret `name`, if it exists, its owner opted in
+/// ([`OPT_IN_LABEL`]) and it holds a certificate, key and authority; else why not.
+fn users(name: &str, secret: Option<&Secret>) -> std::result::Result<Issued, String> {
+    let secret = secret.ok_or_else(|| SecretRefusal::Missing { name: name.to_string() }.to_string())?;
+    if !opted_in(secret, OPT_IN_LABEL) {
+        return Err(SecretRefusal::NotOptedIn { name: name.to_string(), label: OPT_IN_LABEL.to_string() }.to_string());
+    }
+    Issued::from_secret(secret).map_err(|e| e.to_string())
+}
+
 /// What the servers of a cluster with `spec.tls` present and trust.
 #[derive(Clone, Debug)]
 pub struct Serving {
@@ -88,7 +99,11 @@ pub async fn serving(rt: &Runtime, tls: &Tls, names: &Names) -> Result<Option<Se
     let secrets: Api<Secret> = Api::namespaced(rt.client.clone(), &rt.namespace);
     let name = secret_name(tls, names);
     let secret = secrets.get_opt(&name).await.map_err(|e| Error::kube(format!("reading Secret {name}"), e))?;
-    let Some(issued) = secret.as_ref().and_then(|s| Issued::from_secret(s).ok()) else { return Ok(None) };
+    let issued = match &tls.secret_name {
+        Some(user) => users(user, secret.as_ref()).ok(),
+        None => secret.as_ref().and_then(|s| Issued::from_secret(s).ok()),
+    };
+    let Some(issued) = issued else { return Ok(None) };
     let Ok(cert) = Certificate::parse(&issued.cert_pem) else { return Ok(None) };
     let verified_name = format!("{}.{}.svc", names.read_write_service(), names.namespace);
     Ok(Some(Serving { client: ClientTls::with_name(&issued.ca_pem, verified_name), not_after: cert.not_after }))
@@ -117,5 +132,31 @@ pub async fn reload(
             info!(cluster = %kube::ResourceExt::name_any(cluster), %message);
             rt.events.normal(cluster, MySql::CertificateReloaded, "ReloadCertificate", message).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn user_secret(labelled: bool) -> Secret {
+        let ca = Authority::generate("mine", Utc::now()).unwrap();
+        let mut secret = ca.issue(&["db-primary.ns.svc".to_string()], Utc::now()).unwrap().secret("mine");
+        if labelled {
+            secret.metadata.labels = Some([(OPT_IN_LABEL.to_string(), "true".to_string())].into());
+        }
+        secret
+    }
+
+    #[test]
+    fn a_users_certificate_is_used_only_when_it_exists_and_its_owner_opted_in() {
+        assert_eq!(users("mine", None).unwrap_err(), "Secret \"mine\" does not exist");
+        let refused = users("mine", Some(&user_secret(false))).unwrap_err();
+        assert!(refused.contains("is not labelled statecraft.io/tls=true"), "{refused}");
+        assert!(users("mine", Some(&user_secret(true))).is_ok());
+        let mut lacking = user_secret(true);
+        lacking.data.as_mut().unwrap().remove("tls.key");
+        assert_eq!(users("mine", Some(&lacking)).unwrap_err(), "Secret mine lacks tls.key");
     }
 }

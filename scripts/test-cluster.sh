@@ -45,6 +45,9 @@ cargo test -p statecraft-e2e --locked --no-fail-fast --test mysql -- --ignored -
 # linearizable client through the client Service, the operator's metrics.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_cluster_of_three_becomes_ready_and_serves_linearizable_clients
+# Leadership on request (the leader annotation) under linearizable clients (porcupine).
+cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
+  etcd_leadership_moves_to_the_member_a_request_names_under_linearizable_clients
 # spec.networkPolicy on etcd: a named client writes with etcdctl, another pod is refused.
 cargo test -p statecraft-e2e --locked --no-fail-fast --test etcd -- --ignored --exact \
   etcd_network_policy_lets_in_only_the_named_clients

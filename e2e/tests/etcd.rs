@@ -787,16 +787,18 @@ impl EtcdRef {
     }
 }
 
-/// Criteria: none claimed (the operator does not claim L3.failover: etcd elects its own
-/// leader). What it shows: 4 clients doing random puts, linearizable gets and
-/// compare-and-swaps on 3 shared keys through the client Service, while a follower's pod
-/// and then the leader's are deleted (each waited back to a converged cluster), leave a
-/// history that porcupine (`statecraft-porcupine`, a checker written outside this
-/// project) finds linearizable; calls that timed out count as of unknown outcome.
+/// Criteria: L3.failover (the leader's pod deleted: etcd elects a new leader, the operator
+/// brings the member back, and clients' writes resume). What it shows: 4 clients doing
+/// random puts, linearizable gets and compare-and-swaps on 3 shared keys through the client
+/// Service, while a follower's pod and then the leader's are deleted (each waited back to
+/// a converged cluster), leave a history that porcupine (`statecraft-porcupine`, a checker
+/// written outside this project) finds linearizable; calls that timed out count as of
+/// unknown outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make cluster-up"]
 async fn etcd_clients_stay_linearizable_while_a_follower_then_the_leader_is_deleted() -> TestResult {
     const TEST: &str = "etcd_clients_stay_linearizable_while_a_follower_then_the_leader_is_deleted";
+    let ev = evidence(TEST, &["L3.failover"]).await?;
     let db = Etcd::create("etcd-lin", "etcd", 3, json!({}), &[]).await?;
     let endpoint = db.endpoint().await?;
     let history = History::new();
@@ -864,6 +866,77 @@ async fn etcd_clients_stay_linearizable_while_a_follower_then_the_leader_is_dele
     );
     assert!(first_write_after.is_some(), "a write was acknowledged after the leader's pod was deleted");
     assert_ne!(new_leader, leader, "another member leads after the leader's pod was deleted");
+    ev.pass(json!({
+        "operations": ops.len(), "verdict": format!("{:?}", verdict.verdict),
+        "leader_back_seconds": leader_back.as_secs_f64(),
+        "first_write_after_leader_deleted_seconds": first_write_after.map(|d| d.as_secs_f64()),
+    }));
+    db.ns.pass();
+    Ok(())
+}
+
+/// Criteria: L3.switchover (leadership moved to the member an annotation names, under
+/// clients, one planned election). Four linearizable clients (porcupine) run while the
+/// leader annotation names a follower: it leads, the request is recorded as handled, the
+/// longest gap between acknowledged writes is measured; a name that is no member is refused
+/// with an Event and moves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make cluster-up"]
+async fn etcd_leadership_moves_to_the_member_a_request_names_under_linearizable_clients() -> TestResult {
+    const TEST: &str = "etcd_leadership_moves_to_the_member_a_request_names_under_linearizable_clients";
+    let ev = evidence(TEST, &["L3.switchover"]).await?;
+    let db = Etcd::create("etcd-leader", "etcd", 3, json!({}), &[]).await?;
+    let endpoint = db.endpoint().await?;
+    let history = History::new();
+    let stop = StopFlag::default();
+    let clients: Vec<_> = (0..LIN_CLIENTS)
+        .map(|id| tokio::spawn(lin_client(id, endpoint.clone(), lin_keys("leader/"), history.clone(), stop.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let leader = db.leader_name().await?;
+    let target = (0..3u32).map(|k| db.names.member(k)).find(|m| *m != leader).ok_or("no follower")?;
+    let asked = Instant::now();
+    let asked_at = history.nanos(asked);
+    db.kubectl(&["annotate", "--overwrite", "etcdcluster", "etcd", &format!("etcd.statecraft.io/leader={target}")])?;
+    wait_until(Duration::from_secs(60), &format!("{target} leading, the request handled"), || async {
+        let s = db.status().await.ok()?;
+        let led = db.leader_name().await.ok()? == target;
+        (led && s.handled_leader_request.as_deref() == Some(target.as_str())).then_some(())
+    })
+    .await?;
+    let moved_after = asked.elapsed();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    // A name that is no member: refused, recorded, nothing moved.
+    db.kubectl(&["annotate", "--overwrite", "etcdcluster", "etcd", "etcd.statecraft.io/leader=etcd-9"])?;
+    wait_until(Duration::from_secs(30), "the request for etcd-9 handled", || async {
+        let s = db.status().await.ok()?;
+        (s.handled_leader_request.as_deref() == Some("etcd-9")).then_some(())
+    })
+    .await?;
+    assert!(events::count(&db.cluster, &db.namespace, "etcd", "LeaderRequestRefused").await? >= 1);
+    assert_eq!(db.leader_name().await?, target, "a refused request moves nothing");
+    stop.set();
+    for c in clients {
+        c.await?;
+    }
+    let ops = history.ops();
+    let gap = write_gap(&ops, asked_at);
+    let verdict = history.check(TEST)?;
+    eprintln!("leader {leader} -> {target} in {moved_after:?}; longest write gap since the request {gap:?}; {verdict}");
+    let figures = json!({
+        "test": TEST,
+        "method": "3 members; 4 clients of random put / linearizable get / cas on 3 shared keys through the client Service, 10 ms apart; the leader annotation set to a follower; timed until that member led and status.handledLeaderRequest named it; the longest gap between two acknowledged writes from the request on; the history checked by porcupine",
+        "seconds_until_it_led": moved_after.as_secs_f64(),
+        "longest_write_gap_seconds": gap.as_secs_f64(),
+        "operations": ops.len(),
+        "verdict": format!("{:?}", verdict.verdict),
+        "unix_time": unix_now(),
+    });
+    append_result("etcd-leader-request.jsonl", figures.clone());
+    assert!(verdict.is_linearizable(), "{verdict}");
+    ev.pass(figures);
     db.ns.pass();
     Ok(())
 }

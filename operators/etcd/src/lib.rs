@@ -125,6 +125,10 @@ impl Operator for EtcdOperator {
             "L3.pdb",
             "L3.spread",
             "L3.scheduled-backup",
+            // Leadership moved on request (the leader annotation), and the leader's loss
+            // survived: etcd elects, the operator brings the member back.
+            "L3.switchover",
+            "L3.failover",
             // Level 4: operator and member metrics, alerts with runbooks
             // (deploy/etcd/prometheus-rules.yaml, docs/runbooks/etcd/), the dashboard,
             // Events for every step and wait.

@@ -17,8 +17,11 @@ pub enum Etcd {
     RestartPod,
     /// A caught-up learner is promoted to a voting member.
     Promote,
-    /// Leadership is moved to another member (before a removal or a restart).
+    /// Leadership is moved to another member (before a removal or a restart, or on request).
     MoveLeader,
+    /// A request that a member lead (the `etcd.statecraft.io/leader` annotation) names no
+    /// voting member of the cluster; nothing is moved (Warning Event).
+    LeaderRequestRefused,
     /// A member beyond the desired size is removed.
     RemoveMember,
     /// A broken member (unhealthy for too long, or corrupt) is removed and rebuilt empty.

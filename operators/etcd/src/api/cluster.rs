@@ -267,6 +267,11 @@ pub struct EtcdClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_version: Option<String>,
 
+    /// The last value of the `etcd.statecraft.io/leader` annotation that was carried out
+    /// (the member it names leads) or refused, so that one request moves leadership once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handled_leader_request: Option<String>,
+
     /// Progress of the current or last rolling upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<UpgradeProgress>,

@@ -35,6 +35,11 @@ use statecraft_shared::{Error, Result};
 
 use crate::api::{EtcdBackup, EtcdCluster, EtcdRestore};
 
+/// Annotation on an EtcdCluster naming the member (pod) that should lead: the operator
+/// moves leadership there (MoveLeader) once membership is settled and the member is a
+/// healthy, caught-up voter, and records the request in `status.handledLeaderRequest`.
+pub const LEADER_ANNOTATION: &str = "etcd.statecraft.io/leader";
+
 /// Shared by the controllers and the per-cluster tasks.
 pub struct Context {
     /// The runner's runtime (client, namespace, events, metrics).

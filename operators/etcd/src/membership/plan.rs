@@ -86,6 +86,9 @@ pub struct Desired {
     pub replace_after: Option<Duration>,
     /// Automatic defragmentation; `None`: off.
     pub defrag: Option<DefragPolicy>,
+    /// The member (ordinal) a pending request asks to lead (the leader annotation): the
+    /// planner moves leadership there once nothing else is to be done.
+    pub leader: Option<u32>,
 }
 
 /// What the planner needs to remember between passes: time cannot be read from a single
@@ -421,7 +424,29 @@ pub fn plan(desired: &Desired, observed: &Observed, memory: &Memory) -> Step {
     if let Some(step) = finishing {
         return step;
     }
-    view.scale().or_else(|| view.defragment()).unwrap_or_else(|| view.idle())
+    view.scale().or_else(|| view.defragment()).or_else(|| view.transfer()).unwrap_or_else(|| view.idle())
+}
+
+/// What became of a request that member `k` lead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaderRequest {
+    /// It leads: the request is done.
+    Leads,
+    /// It is no voting member of the cluster: the request is refused, with why.
+    Refused(String),
+    /// Not yet: the planner moves leadership once nothing else is to be done.
+    Pending,
+}
+
+/// What became of a request that member `k` lead, in `observed` (with a member list).
+pub fn leader_request(observed: &Observed, k: u32) -> LeaderRequest {
+    let Some(members) = &observed.members else { return LeaderRequest::Pending };
+    match members.iter().find(|m| m.ordinal == Some(k)) {
+        None => LeaderRequest::Refused(format!("member {k} is not a member of the cluster")),
+        Some(m) if m.is_learner => LeaderRequest::Refused(format!("member {k} is a learner, which cannot lead")),
+        Some(m) if leader(observed) == Some(m.id) => LeaderRequest::Leads,
+        Some(_) => LeaderRequest::Pending,
+    }
 }
 
 /// No member answered: a new cluster is bootstrapped only when nothing of it exists.
@@ -647,6 +672,26 @@ impl<'a> View<'a> {
         targets.sort_by_key(|(k, _)| (*k >= replicas, *k));
         let (to_ordinal, to) = targets.first()?;
         Some(Step::MoveLeader { from: from.id, from_ordinal, to: to.id, to_ordinal: *to_ordinal })
+    }
+
+    /// Leadership moved to the member a request names, once it is a healthy, caught-up
+    /// voter of ours and the leader is known; a request [`leader_request`] refuses, or one
+    /// already met, asks nothing.
+    fn transfer(&self) -> Option<Step> {
+        let k = self.desired.leader?;
+        let (_, to) = self.ours().into_iter().find(|(o, m)| *o == k && !m.is_learner)?;
+        let leader = self.leader?;
+        if leader == to.id {
+            return None;
+        }
+        if !self.healthy(to) || !self.state(to).is_some_and(|s| self.caught_up(s)) {
+            let message = format!("member {k} must be healthy and caught up before it can take the lead");
+            return Some(wait(Etcd::WaitingForHealthyMembers, message));
+        }
+        let Some(from_ordinal) = self.members.iter().find(|m| m.id == leader).and_then(|m| m.ordinal) else {
+            return Some(wait(Etcd::ForeignMember, format!("the leader {leader:x} was not added by the operator")));
+        };
+        Some(Step::MoveLeader { from: leader, from_ordinal, to: to.id, to_ordinal: k })
     }
 
     fn recover_no_space(&self) -> Option<Step> {

@@ -109,11 +109,17 @@ struct Situation {
 }
 
 fn situation() -> impl Strategy<Value = Situation> {
-    let desired = (0..7u32, prop::option::of(0..120u64), prop::option::weighted(0.3, (0..60u32, 0..(4i64 << 20))))
-        .prop_map(|(replicas, after, defrag)| Desired {
+    let desired = (
+        0..7u32,
+        prop::option::of(0..120u64),
+        prop::option::weighted(0.3, (0..60u32, 0..(4i64 << 20))),
+        prop::option::weighted(0.3, 0..7u32),
+    )
+        .prop_map(|(replicas, after, defrag, leader)| Desired {
             replicas,
             replace_after: after.map(Duration::from_secs),
             defrag: defrag.map(|(threshold_percent, min_db_size)| DefragPolicy { threshold_percent, min_db_size }),
+            leader,
         });
     (
         prop::collection::vec(slot(), 1..7),
@@ -422,7 +428,7 @@ fn promoting_a_learner_whose_pod_goes_minimal_case() {
         o.claims.insert(k);
     }
     o.members = Some(members);
-    let d = Desired { replicas: 3, replace_after: Some(Duration::from_secs(60)), defrag: None };
+    let d = Desired { replicas: 3, replace_after: Some(Duration::from_secs(60)), defrag: None, leader: None };
     let mut memory = Memory::default();
     remember(&mut memory, &o);
     let step = plan(&d, &o, &memory);

@@ -21,7 +21,7 @@ fn id(k: u32) -> u64 {
 }
 
 fn desired(replicas: u32) -> Desired {
-    Desired { replicas, replace_after: Some(Duration::from_secs(60)), defrag: None }
+    Desired { replicas, replace_after: Some(Duration::from_secs(60)), defrag: None, leader: None }
 }
 
 fn member(k: u32, learner: bool) -> Member {
@@ -292,6 +292,36 @@ fn no_leader_waits() {
         s.leader = 0;
     }
     assert_eq!(reason(&once(&desired(5), &o)), Etcd::NoLeader);
+}
+
+// ---- leadership on request ----
+
+#[test]
+fn leadership_moves_to_the_requested_voter_once_nothing_else_is_to_be_done() {
+    let d = Desired { leader: Some(2), ..desired(3) };
+    let mut o = cluster(&[0, 1, 2], &[]);
+    assert_eq!(leader_request(&o, 2), LeaderRequest::Pending);
+    assert_eq!(once(&d, &o), Step::MoveLeader { from: id(0), from_ordinal: 0, to: id(2), to_ordinal: 2 });
+    // Done: it leads, nothing more is asked.
+    lead(&mut o, 2);
+    assert_eq!(leader_request(&o, 2), LeaderRequest::Leads);
+    assert_eq!(once(&d, &o), Step::Idle);
+    // Membership work comes first: a missing member is added before leadership moves.
+    lead(&mut o, 0);
+    assert_eq!(once(&Desired { replicas: 5, ..d.clone() }, &o), Step::AddLearner { ordinal: 3 });
+    // A target that is down or behind waits, saying so.
+    down(&mut o, 2);
+    let waits = once(&d, &o);
+    assert!(waits.message().contains("member 2 must be healthy and caught up"), "{waits:?}");
+}
+
+#[test]
+fn a_request_naming_no_voter_is_refused_and_moves_nothing() {
+    let o = cluster(&[0, 1, 2], &[3]);
+    assert!(matches!(leader_request(&o, 7), LeaderRequest::Refused(m) if m.contains("not a member")));
+    assert!(matches!(leader_request(&o, 3), LeaderRequest::Refused(m) if m.contains("learner")));
+    let d = Desired { leader: Some(7), ..desired(3) };
+    assert!(!matches!(once(&d, &cluster(&[0, 1, 2], &[])), Step::MoveLeader { .. }));
 }
 
 // ---- scale in ----

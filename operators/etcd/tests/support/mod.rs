@@ -409,7 +409,7 @@ pub fn id_of(o: &Observed, k: u32) -> u64 {
 
 /// Desired state with auto-heal after `replace_after` and no defragmentation.
 pub fn desired(replicas: u32, replace_after: Duration) -> Desired {
-    Desired { replicas, replace_after: Some(replace_after), defrag: None }
+    Desired { replicas, replace_after: Some(replace_after), defrag: None, leader: None }
 }
 
 /// A client doing linearizable puts of `w/<n>` in a loop, recording each acknowledged one.

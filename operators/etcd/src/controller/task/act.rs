@@ -29,7 +29,7 @@ use crate::build::restore::restore_init_containers;
 use crate::build::statefulset::{self, RestoreParts};
 use crate::membership::Observed;
 use crate::membership::dataplane::{self, DataPlaneError};
-use crate::membership::plan::{self, Step};
+use crate::membership::plan::{self, LeaderRequest, Step};
 use crate::reason::Etcd;
 use crate::validate::ValidSpec;
 
@@ -75,6 +75,28 @@ pub async fn act(
             roll = action;
             if again {
                 next = Next::Now;
+            }
+        }
+    }
+    // A leader request is done once the member it names leads, refused when it names no
+    // voting member; until then the planner moves leadership when nothing else is to do.
+    if let Some((request, ordinal)) = &o.leader_request
+        && o.observed.members.is_some()
+    {
+        let verdict = match ordinal {
+            Some(k) => plan::leader_request(&o.observed, *k),
+            None => LeaderRequest::Refused(format!("{request:?} is not a member of the cluster")),
+        };
+        match verdict {
+            LeaderRequest::Pending => {}
+            LeaderRequest::Leads => {
+                info!(cluster = %name, member = %request, "leader request done");
+                status.handled_leader_request = Some(request.clone());
+            }
+            LeaderRequest::Refused(why) => {
+                let note = format!("leadership not moved to {request}: {why}");
+                rt.events.warning(cluster, Etcd::LeaderRequestRefused, "MoveLeader", note).await;
+                status.handled_leader_request = Some(request.clone());
             }
         }
     }

@@ -101,7 +101,8 @@ impl ClusterLoop for Membership {
         let Some(valid) = o.valid.as_ref().filter(|_| !cluster.spec.paused) else {
             return Decision { step: Step::Idle, rolls: true };
         };
-        let mut step = plan::plan(&desired(valid), &o.observed, &self.memory.plan);
+        let wanted = Desired { leader: o.leader_request.as_ref().and_then(|(_, k)| *k), ..desired(valid) };
+        let mut step = plan::plan(&wanted, &o.observed, &self.memory.plan);
         let rolls = plan::rolls(&step, &o.observed);
         if let Step::Wait { reason, message } = &mut step
             && EXPLAINED_BY_PODS.iter().any(|&entry| *reason == entry)
@@ -147,5 +148,6 @@ fn desired(valid: &ValidSpec) -> Desired {
             threshold_percent: spec.defragmentation.threshold_percent.clamp(1, 99) as u32,
             min_db_size: valid.defrag_min_bytes,
         }),
+        leader: None,
     }
 }

@@ -14,7 +14,7 @@ use statecraft_shared::pods::{PodProblem, ProblemKind, creation_problems, pod_pr
 use statecraft_shared::{Error, Result};
 
 use super::super::reconcile::check;
-use super::super::{Context, upgrade};
+use super::super::{Context, LEADER_ANNOTATION, upgrade};
 use crate::api::EtcdCluster;
 use crate::build::statefulset;
 use crate::build::{CLIENT_PORT, Names};
@@ -33,6 +33,9 @@ pub struct Observation {
     pub observed: Observed,
     /// The leader's member id, if a member leads.
     pub leader: Option<u64>,
+    /// A request that a member lead (the leader annotation) not handled yet: its value,
+    /// and the ordinal it names (none when it names no member's pod).
+    pub leader_request: Option<(String, Option<u32>)>,
 }
 
 /// Reads cluster `cluster`'s pods, claims and members.
@@ -63,7 +66,13 @@ pub async fn observe(ctx: &Context, cluster: &EtcdCluster) -> Result<Observation
         now: Utc::now(),
     };
     let leader = plan::leader(&observed);
-    Ok(Observation { names, valid, kube, observed, leader })
+    let handled = cluster.status.as_ref().and_then(|s| s.handled_leader_request.as_deref());
+    let leader_request = cluster
+        .annotations()
+        .get(LEADER_ANNOTATION)
+        .filter(|r| Some(r.as_str()) != handled)
+        .map(|r| (r.clone(), names.ordinal_of(r)));
+    Ok(Observation { names, valid, kube, observed, leader, leader_request })
 }
 
 /// What Kubernetes shows of the members: pods by ordinal, claims, and the client URL the

@@ -53,6 +53,24 @@ pub async fn install_image<O: Operator>(cluster: &Cluster, ns: &str, image: &str
     Ok(())
 }
 
+/// Replaces the image of `O`'s Deployment in `ns` with `image`, as a user upgrading the
+/// operator does, and waits until only pods of that image are left: `rollout status`
+/// returns once the new replicas are available, while the old ones may still be
+/// terminating (and, until they are gone, may hold the Lease).
+pub async fn upgrade_to<O: Operator>(cluster: &Cluster, ns: &str, image: &str) -> Result<()> {
+    let deployment = format!("deployment/{}", O::NAME);
+    cluster.kubectl(&["set", "image", "-n", ns, &deployment, &format!("operator={image}")])?;
+    cluster.kubectl(&["rollout", "status", "-n", ns, &deployment, "--timeout=180s"])?;
+    let selector = format!("app.kubernetes.io/name={}", O::NAME);
+    let path = "jsonpath={.items[*].spec.containers[0].image}";
+    wait_until(Duration::from_secs(120), "only the new build's operator pods left", || async {
+        let images = cluster.kubectl(&["get", "pods", "-n", ns, "-l", &selector, "-o", path]).ok()?;
+        (!images.is_empty() && images.split_whitespace().all(|i| i == image)).then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
 /// The pod holding the leader Lease of `operator` (its `Operator::NAME`) in `ns`.
 pub fn leader_pod(cluster: &Cluster, ns: &str, operator: &str) -> Result<String> {
     let leader = cluster.kubectl(&["get", "lease", "-n", ns, operator, "-o", "jsonpath={.spec.holderIdentity}"])?;

@@ -2552,16 +2552,7 @@ async fn etcd_operator_upgrade_adopts_clusters_of_the_previous_build_without_res
     let generation_before = generation()?;
 
     let switched = Instant::now();
-    let deployment = format!("deployment/{}", EtcdOperator::NAME);
-    db.kubectl(&["set", "image", &deployment, &format!("operator={current}")])?;
-    db.kubectl(&["rollout", "status", &deployment, "--timeout=180s"])?;
-    let selector = format!("app.kubernetes.io/name={}", EtcdOperator::NAME);
-    let path = "jsonpath={.items[*].spec.containers[0].image}";
-    wait_until(Duration::from_secs(120), "only the current build's operator pods left", || async {
-        let images = db.kubectl(&["get", "pods", "-l", &selector, "-o", path]).ok()?;
-        (!images.is_empty() && images.split_whitespace().all(|i| i == current)).then_some(())
-    })
-    .await?;
+    operator::upgrade_to::<EtcdOperator>(&cluster, &ns.name, current).await?;
     // The new build is in charge: it carries out a request the earlier one did not know.
     let leader = db.leader_name().await?;
     let target = (0..3u32).map(|k| db.names.member(k)).find(|m| *m != leader).ok_or("no follower")?;

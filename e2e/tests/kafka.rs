@@ -834,18 +834,7 @@ async fn kafka_operator_upgrade_adopts_clusters_of_the_previous_build_without_re
     let generations_before = kafka.statefulset_generations()?;
 
     let switched = Instant::now();
-    let deployment = format!("deployment/{}", KafkaOperator::NAME);
-    kafka.kubectl(&["set", "image", &deployment, &format!("operator={current}")])?;
-    kafka.kubectl(&["rollout", "status", &deployment, "--timeout=180s"])?;
-    // `rollout status` returns once the new replicas are available, while the old ones may
-    // still be terminating (and, until they are gone, may hold the Lease).
-    let selector = format!("app.kubernetes.io/name={}", KafkaOperator::NAME);
-    let path = "jsonpath={.items[*].spec.containers[0].image}";
-    wait_until(Duration::from_secs(120), "only the current build's operator pods left", || async {
-        let images = kafka.kubectl(&["get", "pods", "-l", &selector, "-o", path]).ok()?;
-        (!images.is_empty() && images.split_whitespace().all(|i| i == current)).then_some(())
-    })
-    .await?;
+    operator::upgrade_to::<KafkaOperator>(&cluster, &ns.name, current).await?;
     // The new build leads and has observed the cluster: its metrics show every node serving.
     kafka.metrics_show_the_cluster_serving().await?;
     let adoption_seconds = switched.elapsed().as_secs_f64();

@@ -53,10 +53,10 @@ fn served_until(db: &Db, member: &str) -> Result<String, statecraft_e2e::E2eErro
         .to_string())
 }
 
-/// The `mariadb` client in the tools pod `app` as root against the read-write Service
+/// The `mariadb` client in the tools pod `app` as root (password `root`) against `host`
 /// with `args`; its output or error.
-fn client(db: &Db, root: &str, args: &[&str]) -> Result<String, statecraft_e2e::E2eError> {
-    let host = format!("--host=db-primary.{}.svc", db.ns.name);
+fn client(db: &Db, host: &str, root: &str, args: &[&str]) -> Result<String, statecraft_e2e::E2eError> {
+    let host = format!("--host={host}");
     let password = format!("--password={root}");
     let mut all = vec!["exec", "app", "--", "mariadb", "--no-defaults", &host, "--user=root", &password, "-N"];
     all.extend(args);
@@ -80,30 +80,19 @@ async fn mysql_tls_checked_by_the_real_client_replicated_and_renewed_without_a_r
         &["exec", "-i", "-n", &db.ns.name, "app", "--", "sh", "-c", "cat > /tmp/ca.crt"],
         Some(&ca),
     )?;
+    let service = format!("db-primary.{}.svc", db.ns.name);
     let version = client(
         &db,
+        &service,
         &root,
         &["--ssl-ca=/tmp/ca.crt", "--ssl-verify-server-cert", "-e", "SHOW SESSION STATUS LIKE 'Ssl_version'"],
     )?;
     assert!(version.contains("TLSv1."), "a TLS session: {version}");
-    let plain = client(&db, &root, &["--skip-ssl", "-e", "SELECT 1"]);
+    let plain = client(&db, &service, &root, &["--skip-ssl", "-e", "SELECT 1"]);
     assert!(plain.is_err(), "plaintext is refused: {plain:?}");
     // The pod's address is no name the certificate carries: the client refuses the server.
     let ip = db.kubectl(&["get", "pod", "db-0", "-o", "jsonpath={.status.podIP}"])?;
-    let by_address = db.kubectl(&[
-        "exec",
-        "app",
-        "--",
-        "mariadb",
-        "--no-defaults",
-        &format!("--host={ip}"),
-        "--user=root",
-        &format!("--password={root}"),
-        "--ssl-ca=/tmp/ca.crt",
-        "--ssl-verify-server-cert",
-        "-e",
-        "SELECT 1",
-    ]);
+    let by_address = client(&db, &ip, &root, &["--ssl-ca=/tmp/ca.crt", "--ssl-verify-server-cert", "-e", "SELECT 1"]);
     assert!(by_address.is_err(), "a name the certificate lacks is refused by the client: {by_address:?}");
 
     // The replicas replicate over TLS (the primary refuses anything else).
@@ -221,39 +210,18 @@ async fn mysql_tls_checked_by_the_real_client_replicated_and_renewed_without_a_r
         &["exec", "-i", "-n", &ns, "app", "--", "sh", "-c", "cat > /tmp/user-ca.crt"],
         Some(&user_ca.cert_pem),
     )?;
-    let copy_host = format!("--host=copy-primary.{ns}.svc");
-    let password = format!("--password={}", secret_text(&db, "copy-passwords", "root-password").await?);
-    let count = db.kubectl(&[
-        "exec",
-        "app",
-        "--",
-        "mariadb",
-        "--no-defaults",
-        &copy_host,
-        "--user=root",
-        &password,
-        "-N",
-        "--ssl-ca=/tmp/user-ca.crt",
-        "--ssl-verify-server-cert",
-        "-e",
-        "SELECT COUNT(*) FROM app.w",
-    ])?;
+    let copy = format!("copy-primary.{ns}.svc");
+    let copy_root = secret_text(&db, "copy-passwords", "root-password").await?;
+    let count = client(
+        &db,
+        &copy,
+        &copy_root,
+        &["--ssl-ca=/tmp/user-ca.crt", "--ssl-verify-server-cert", "-e", "SELECT COUNT(*) FROM app.w"],
+    )?;
     let backed: usize = count.trim().parse()?;
     assert_eq!(backed, rows.len(), "every row restored, read over TLS checked against the user's authority");
-    let wrong_ca = db.kubectl(&[
-        "exec",
-        "app",
-        "--",
-        "mariadb",
-        "--no-defaults",
-        &copy_host,
-        "--user=root",
-        &password,
-        "--ssl-ca=/tmp/ca.crt",
-        "--ssl-verify-server-cert",
-        "-e",
-        "SELECT 1",
-    ]);
+    let wrong_ca =
+        client(&db, &copy, &copy_root, &["--ssl-ca=/tmp/ca.crt", "--ssl-verify-server-cert", "-e", "SELECT 1"]);
     assert!(wrong_ca.is_err(), "another cluster's authority does not vouch for it: {wrong_ca:?}");
 
     append_result(

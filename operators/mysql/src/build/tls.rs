@@ -61,21 +61,23 @@ pub fn server_settings(tls: &Tls) -> Vec<(String, String)> {
 /// Secret volume (no subPath), so that the kubelet replaces the files when the Secret is
 /// renewed; readable by the group of the pod's fsGroup, the server's.
 pub fn server_volume(secret: &str) -> Volume {
-    volume(secret, None)
+    volume(secret, None, 0o440)
 }
 
 /// The Secret volume of a Job: the authority's certificate alone (a Job checks servers, it
-/// presents nothing).
+/// presents nothing), readable by everyone: a Job's pod has no fsGroup, and the
+/// certificate is public (found by the TLS e2e: mode 0440, root's group, and the dump
+/// could not read it).
 pub fn job_volume(secret: &str) -> Volume {
-    volume(secret, Some(vec![KeyToPath { key: CA_CERT.into(), path: CA_CERT.into(), mode: None }]))
+    volume(secret, Some(vec![KeyToPath { key: CA_CERT.into(), path: CA_CERT.into(), mode: None }]), 0o444)
 }
 
-fn volume(secret: &str, items: Option<Vec<KeyToPath>>) -> Volume {
+fn volume(secret: &str, items: Option<Vec<KeyToPath>>, mode: i32) -> Volume {
     Volume {
         name: VOLUME.into(),
         secret: Some(SecretVolumeSource {
             secret_name: Some(secret.to_string()),
-            default_mode: Some(0o440),
+            default_mode: Some(mode),
             items,
             optional: Some(false),
         }),
@@ -113,10 +115,13 @@ mod tests {
     }
 
     #[test]
-    fn a_job_mounts_only_the_authority() {
-        let v = job_volume("db-tls");
-        let items = v.secret.unwrap().items.unwrap();
+    fn a_job_mounts_only_the_authority_readable_by_its_user() {
+        let v = job_volume("db-tls").secret.unwrap();
+        let items = v.items.unwrap();
         assert_eq!((items.len(), items[0].key.as_str()), (1, "ca.crt"));
+        // A Job's pod has no fsGroup: the public certificate must be readable by all.
+        assert_eq!(v.default_mode, Some(0o444));
+        assert_eq!(server_volume("db-tls").secret.unwrap().default_mode, Some(0o440));
         assert_eq!(server_volume("mine").secret.unwrap().secret_name.as_deref(), Some("mine"));
     }
 }

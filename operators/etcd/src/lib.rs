@@ -115,9 +115,6 @@ impl Operator for EtcdOperator {
             // leadership transfer; downgrades and unsupported versions are refused.
             "L2.rolling-restart",
             "L2.version-checks",
-            // The current build adopts the previous build's clusters without a restart.
-            "L2.operator-upgrade",
-            "L2.adoption",
             // Level 3: scaling through learners, snapshots to S3 in Jobs, restore into a new
             // cluster, scheduled snapshots with retention, probes, resources, PDB, spread.
             "L3.backup",
